@@ -1,0 +1,265 @@
+#include "actors/http_server.hpp"
+
+#include "runtime/json.hpp"
+
+#include <caf/actor_system.hpp>
+#include <condition_variable>
+#include <mutex>
+#include <restinio/all.hpp>
+#include <spdlog/spdlog.h>
+#include <thread>
+#include <vector>
+
+namespace butlers {
+
+namespace {
+
+using traits = restinio::default_traits_t;
+using request_handle = restinio::request_handle_t;
+
+constexpr const char* json_type = "application/json";
+
+/// Renders the error body every failing endpoint answers with.
+std::string error_body(butlers_errc code, const std::string& message) {
+  return R"({"error":{"class":)" + json::quote(to_string(error_class(code)))
+         + R"(,"code":)" + json::quote(to_string(code)) + R"(,"message":)"
+         + json::quote(message) + R"(,"details":[]}})";
+}
+
+const char* reason_phrase(int status) {
+  switch (status) {
+    case 200: return "OK";
+    case 202: return "Accepted";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 409: return "Conflict";
+    case 413: return "Payload Too Large";
+    case 415: return "Unsupported Media Type";
+    case 429: return "Too Many Requests";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    default: return "Internal Server Error";
+  }
+}
+
+/// A status line for any code we answer with.
+restinio::http_status_line_t status_line(int status) {
+  return restinio::http_status_line_t{restinio::http_status_code_t{
+                                        static_cast<uint16_t>(status)},
+                                      reason_phrase(status)};
+}
+
+} // namespace
+
+struct http_server::impl {
+  caf::actor_system& sys;
+  node_settings settings;
+  node_context_ptr ctx;
+  supervisor_actor sup;
+  asio::io_context ioctx;
+  std::unique_ptr<restinio::http_server_t<traits>> server;
+  std::vector<std::thread> threads;
+  uint16_t port = 0;
+  std::string expected_auth;
+
+  // -- in-flight tracking for the drain ---------------------------------------
+  std::mutex mtx;
+  std::condition_variable idle_cv;
+  size_t in_flight = 0;
+
+  // -- metrics
+  // -----------------------------------------------------------------
+  counter& requests_total;
+  counter& unauthorized_total;
+
+  impl(caf::actor_system& sys, const node_settings& settings,
+       node_context_ptr ctx, supervisor_actor sup)
+    : sys(sys), settings(settings), ctx(std::move(ctx)), sup(std::move(sup)),
+      requests_total(
+        this->ctx->metrics.get_counter("butlers_http_requests_total",
+                                       "HTTP requests received")),
+      unauthorized_total(
+        this->ctx->metrics.get_counter("butlers_http_unauthorized_total",
+                                       "HTTP requests rejected for a missing "
+                                       "or wrong bearer token")) {
+    if (!settings.http.token.empty())
+      expected_auth = "Bearer " + settings.http.token;
+  }
+
+  void respond(const request_handle& req, restinio::http_status_line_t status,
+               std::string body, const char* type = json_type) {
+    req->create_response(status)
+      .append_header(restinio::http_field::content_type, type)
+      .append_header(restinio::http_field::cache_control, "no-store")
+      .set_body(std::move(body))
+      .done();
+  }
+
+  void respond_error(const request_handle& req, butlers_errc code,
+                     const std::string& message) {
+    auto status = http_status(code);
+    auto resp = req->create_response(status_line(status));
+    resp.append_header(restinio::http_field::content_type, json_type);
+    if (status == 429 || status == 503)
+      resp.append_header(restinio::http_field::retry_after, "1");
+    if (status == 401)
+      resp.append_header(restinio::http_field::www_authenticate,
+                         "Bearer realm=\"butlers\"");
+    resp.set_body(error_body(code, message)).done();
+  }
+
+  bool authorized(const request_handle& req) {
+    if (expected_auth.empty())
+      return true;
+    auto value = req->header().opt_value_of(
+      restinio::http_field::authorization);
+    // Constant-time comparison: the token is a secret.
+    if (!value || value->size() != expected_auth.size())
+      return false;
+    unsigned char diff = 0;
+    for (size_t i = 0; i < expected_auth.size(); ++i)
+      diff |= static_cast<unsigned char>((*value)[i] ^ expected_auth[i]);
+    return diff == 0;
+  }
+
+  restinio::request_handling_status_t handle(request_handle req) {
+    requests_total.inc();
+    auto path = req->header().path();
+    auto method = req->header().method();
+    bool is_get = method == restinio::http_method_get();
+    if (path == "/healthz" && is_get) {
+      respond(req, restinio::status_ok(), R"({"status":"ok"})");
+      return restinio::request_accepted();
+    }
+    if (path == "/readyz" && is_get) {
+      readyz(req);
+      return restinio::request_accepted();
+    }
+    if (!authorized(req)) {
+      unauthorized_total.inc();
+      respond_error(req, butlers_errc::unauthorized,
+                    "missing or wrong bearer token");
+      return restinio::request_accepted();
+    }
+    if (path == "/metrics" && is_get) {
+      respond(req, restinio::status_ok(), ctx->metrics.render(),
+              "text/plain; version=0.0.4");
+      return restinio::request_accepted();
+    }
+    respond_error(req, butlers_errc::not_found,
+                  "no route for " + std::string{method.c_str()} + " "
+                    + std::string{path});
+    return restinio::request_accepted();
+  }
+
+  void readyz(const request_handle& req) {
+    auto& st = ctx->status;
+    std::string body = R"({"ready":)";
+    body += st.ready() ? "true" : "false";
+    body += R"(,"draining":)";
+    body += st.draining ? "true" : "false";
+    body += R"(,"database":)";
+    if (!st.database_configured) {
+      body += R"("not configured")";
+    } else {
+      body += st.database_ready ? R"("ready")" : R"("unavailable")";
+      auto err = st.database_error();
+      if (!err.empty())
+        body += R"(,"database_error":)" + json::quote(err);
+    }
+    body += "}";
+    respond(req,
+            st.ready() ? restinio::status_ok()
+                       : restinio::status_service_unavailable(),
+            std::move(body));
+  }
+
+  uint16_t start() {
+    auto& http = settings.http;
+    // Bodies up to twice the limit are read and answered 413 by us; larger
+    // ones make restinio drop the connection before buffering them.
+    auto body_cap = http.max_body_bytes * 2 + 65536;
+    server = std::make_unique<restinio::http_server_t<
+      traits>>(restinio::external_io_context(ioctx),
+               restinio::server_settings_t<traits>{}
+                 .address(http.bind)
+                 .port(http.port)
+                 .request_handler([this](auto req) {
+                   return handle(std::move(req));
+                 })
+                 .read_next_http_message_timelimit(std::chrono::seconds{60})
+                 .handle_request_timeout(
+                   std::chrono::milliseconds{http.request_timeout_ms + 1000})
+                 .incoming_http_msg_limits(
+                   restinio::incoming_http_msg_limits_t{}.max_body_size(
+                     body_cap))
+                 .acceptor_post_bind_hook([this](asio::ip::tcp::acceptor& acc) {
+                   port = acc.local_endpoint().port();
+                 }));
+    auto work = std::make_shared<
+      asio::executor_work_guard<asio::io_context::executor_type>>(
+      ioctx.get_executor());
+    for (uint32_t i = 0; i < http.threads; ++i)
+      threads.emplace_back([this, work] {
+        ioctx.run();
+      });
+    try {
+      server->open_sync();
+    } catch (const std::exception& e) {
+      stop();
+      throw std::runtime_error("cannot listen on " + http.bind + ":"
+                               + std::to_string(http.port) + ": " + e.what());
+    }
+    return port;
+  }
+
+  bool wait_idle(std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> guard{mtx};
+    return idle_cv.wait_for(guard, timeout, [this] {
+      return in_flight == 0;
+    });
+  }
+
+  void stop() {
+    if (server) {
+      try {
+        server->close_sync();
+      } catch (const std::exception& e) {
+        spdlog::warn("closing the HTTP server: {}", e.what());
+      }
+    }
+    ioctx.stop();
+    for (auto& t : threads)
+      if (t.joinable())
+        t.join();
+    threads.clear();
+    server.reset();
+  }
+};
+
+http_server::http_server(caf::actor_system& sys, const node_settings& settings,
+                         node_context_ptr ctx, supervisor_actor sup)
+  : impl_(
+    std::make_unique<impl>(sys, settings, std::move(ctx), std::move(sup))) {
+  // nop
+}
+
+http_server::~http_server() {
+  impl_->stop();
+}
+
+uint16_t http_server::start() {
+  return impl_->start();
+}
+
+bool http_server::wait_idle(std::chrono::milliseconds timeout) {
+  return impl_->wait_idle(timeout);
+}
+
+void http_server::stop() {
+  impl_->stop();
+}
+
+} // namespace butlers

@@ -1,0 +1,45 @@
+#pragma once
+
+#include "actors/interfaces.hpp"
+#include "runtime/config.hpp"
+#include "runtime/node_status.hpp"
+
+#include <caf/fwd.hpp>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace butlers {
+
+/// The node's HTTP surface (restinio on its own asio threads, answering
+/// asynchronously so a request waiting on an actor holds no thread):
+/// `/healthz`, `/readyz`, `/metrics`. Binds loopback unless a token is
+/// configured (checked by config validation); when a token is set every path
+/// except the health probes requires `Authorization: Bearer <token>`.
+class http_server {
+ public:
+  http_server(caf::actor_system& sys, const node_settings& settings,
+              node_context_ptr ctx, supervisor_actor sup);
+  ~http_server();
+
+  http_server(const http_server&) = delete;
+  http_server& operator=(const http_server&) = delete;
+
+  /// Binds and starts serving. Returns the bound port, or throws
+  /// std::runtime_error naming the address when it cannot bind.
+  uint16_t start();
+
+  /// Waits until no request is in flight or `timeout` passes; returns true
+  /// when idle. Intake is refused while `status.draining` is set.
+  bool wait_idle(std::chrono::milliseconds timeout);
+
+  /// Stops accepting, closes connections and joins the threads.
+  void stop();
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+} // namespace butlers

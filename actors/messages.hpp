@@ -1,0 +1,72 @@
+#pragma once
+
+// Message types that cross actor boundaries (and, for remote actors, node
+// boundaries). Each has an inspect() and a type ID in actors/type_ids.hpp;
+// test/unit/serialization_test.cpp round-trips every one of them through
+// CAF's binary serializer.
+
+#include "runtime/request_context.hpp"
+
+#include <caf/meta/type_name.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace butlers {
+
+/// Health of the database connection as the inbox writer sees it.
+struct db_status {
+  /// A connection is open and answered its last statement.
+  bool connected = false;
+  /// Every embedded migration is applied.
+  bool migrated = false;
+  /// The last connection or statement error, empty when healthy.
+  std::string last_error;
+  /// Transactions committed since start.
+  uint64_t commits = 0;
+  /// Rows written since start.
+  uint64_t rows = 0;
+};
+
+template<class Inspector>
+typename Inspector::result_type inspect(Inspector& f, db_status& x) {
+  return f(caf::meta::type_name("db_status"), x.connected, x.migrated,
+           x.last_error, x.commits, x.rows);
+}
+
+/// A validated ingest request on its way into `message_inbox`.
+struct inbox_record {
+  /// Context assigned at the ingest boundary (request_id is a UUIDv7).
+  request_context context;
+  /// The channel-aware dedupe key (spec 001 §10.2).
+  std::string dedupe_key;
+  /// The `ingest.v1` envelope as received (JSON text).
+  std::string raw_payload;
+  /// `payload.normalized_text`.
+  std::string normalized_text;
+  /// `policy_tier` of the envelope's control block.
+  std::string policy_tier;
+  /// Schema version of the stored payload (`ingest.v1`).
+  std::string schema_version;
+};
+
+template<class Inspector>
+typename Inspector::result_type inspect(Inspector& f, inbox_record& x) {
+  return f(caf::meta::type_name("inbox_record"), x.context, x.dedupe_key,
+           x.raw_payload, x.normalized_text, x.policy_tier, x.schema_version);
+}
+
+/// The answer to appending an `inbox_record`: what is durable now.
+struct append_result {
+  /// The canonical request id: ours, or the original's for a duplicate.
+  std::string request_id;
+  /// True when the dedupe key was already stored (nothing new written).
+  bool duplicate = false;
+};
+
+template<class Inspector>
+typename Inspector::result_type inspect(Inspector& f, append_result& x) {
+  return f(caf::meta::type_name("append_result"), x.request_id, x.duplicate);
+}
+
+} // namespace butlers

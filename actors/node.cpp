@@ -1,0 +1,147 @@
+#include "actors/node.hpp"
+
+#include "actors/http_server.hpp"
+#include "actors/supervisor.hpp"
+#include "actors/type_ids.hpp"
+#include "runtime/migrations.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/atom.hpp>
+#include <caf/exit_reason.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/send.hpp>
+#include <csignal>
+#include <cstdio>
+#include <future>
+#include <pqxx/pqxx>
+#include <spdlog/spdlog.h>
+#include <thread>
+
+namespace butlers {
+
+namespace {
+
+void configure_caf(caf::actor_system_config& cfg, const node_settings& s) {
+  register_types(cfg);
+  auto threads = s.scheduler.threads;
+  if (threads == 0)
+    threads = std::max(1u, std::thread::hardware_concurrency());
+  cfg.set("scheduler.max-threads", static_cast<size_t>(threads));
+  cfg.set("scheduler.policy", caf::atom_from_string(s.scheduler.policy));
+  if (s.scheduler.max_throughput > 0)
+    cfg.set("scheduler.max-throughput",
+            static_cast<size_t>(s.scheduler.max_throughput));
+  if (s.cluster.enabled) {
+    cfg.load<caf::io::middleman>();
+    cfg.set("middleman.heartbeat-interval",
+            caf::timespan{
+              std::chrono::milliseconds{s.cluster.heartbeat_interval_ms}});
+    cfg.set("middleman.connection-timeout",
+            caf::timespan{
+              std::chrono::milliseconds{s.cluster.connection_timeout_ms}});
+  }
+}
+
+int wait_for_signal() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  int sig = 0;
+  sigwait(&set, &sig);
+  return sig;
+}
+
+} // namespace
+
+void block_shutdown_signals() {
+  // A shell starts background jobs with SIGINT ignored; an ignored signal is
+  // discarded before sigwait() could see it, so restore the default first.
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+int run_node(const node_settings& settings) {
+  auto ctx = std::make_shared<node_context>();
+  ctx->status.database_configured = !settings.database.url.empty();
+  caf::actor_system_config cfg;
+  configure_caf(cfg, settings);
+  caf::actor_system sys{cfg};
+  spdlog::info("starting node {} (scheduler: {} threads, policy {})",
+               settings.node.name, sys.scheduler().num_workers(),
+               settings.scheduler.policy);
+  if (!ctx->status.database_configured)
+    spdlog::warn("no database configured: ingest is unavailable");
+  auto sup = sys.spawn(supervisor, settings, ctx);
+  http_server http{sys, settings, ctx, sup};
+  int code = exit_ok;
+  if (settings.http.enabled) {
+    try {
+      auto port = http.start();
+      spdlog::info("HTTP listening on {}:{}", settings.http.bind, port);
+      // One machine-readable line on stdout for scripts and tests.
+      std::printf("{\"event\":\"listening\",\"address\":\"%s\",\"port\":%u}\n",
+                  settings.http.bind.c_str(), static_cast<unsigned>(port));
+      std::fflush(stdout);
+    } catch (const std::exception& e) {
+      spdlog::error("{}", e.what());
+      code = exit_failure;
+    }
+  }
+  if (code == exit_ok) {
+    auto sig = wait_for_signal();
+    spdlog::info("received {}, draining (deadline {} s)",
+                 sig == SIGINT ? "SIGINT" : "SIGTERM",
+                 settings.node.drain_deadline_s);
+  }
+  // Shutdown: stop intake, drain, stop actors. A watchdog ends the process
+  // if anything (e.g. a libpq call against a dead server) outlives the
+  // deadline, so an operator's SIGTERM always takes effect.
+  ctx->status.draining = true;
+  auto deadline = std::chrono::seconds{settings.node.drain_deadline_s};
+  std::promise<void> stopped;
+  std::thread watchdog{[deadline, done = stopped.get_future()] {
+    if (done.wait_for(deadline + std::chrono::seconds{2})
+        == std::future_status::ready)
+      return;
+    spdlog::error("drain deadline exceeded, exiting");
+    std::fflush(nullptr);
+    std::_Exit(exit_drain_timeout);
+  }};
+  if (!http.wait_idle(deadline))
+    spdlog::warn("HTTP requests still in flight at the drain deadline");
+  http.stop();
+  caf::anon_send_exit(sup, caf::exit_reason::user_shutdown);
+  sys.await_all_actors_done();
+  stopped.set_value();
+  watchdog.join();
+  spdlog::info("node stopped");
+  return code;
+}
+
+int migrate_database(const node_settings& settings) {
+  if (settings.database.url.empty()) {
+    spdlog::error("no database configured (database.url or "
+                  "BUTLERS_DATABASE_URL)");
+    return exit_config;
+  }
+  try {
+    pqxx::connection conn{settings.database.url};
+    auto applied = apply_migrations(conn);
+    for (auto& name : applied)
+      spdlog::info("applied migration {}", name);
+    spdlog::info("{} migration(s) applied, schema is current", applied.size());
+    return exit_ok;
+  } catch (const std::exception& e) {
+    spdlog::error("migration failed: {}", e.what());
+    return exit_failure;
+  }
+}
+
+} // namespace butlers

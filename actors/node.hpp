@@ -1,0 +1,34 @@
+#pragma once
+
+#include "runtime/config.hpp"
+
+namespace butlers {
+
+/// Process exit codes of `butlers-node` (documented in the README).
+enum exit_code : int {
+  /// Clean run and shutdown.
+  exit_ok = 0,
+  /// A runtime failure: cannot bind, cannot migrate, ...
+  exit_failure = 1,
+  /// Bad usage or an invalid configuration.
+  exit_config = 2,
+  /// Shutdown exceeded `node.drain_deadline_s`; the process was ended.
+  exit_drain_timeout = 3,
+};
+
+/// Runs a node until SIGINT or SIGTERM: starts the actor system with the
+/// configured scheduler, the supervisor and the HTTP surface; on a signal
+/// stops intake, drains within `node.drain_deadline_s` and returns.
+/// The caller must have blocked SIGINT and SIGTERM in every thread (see
+/// `block_shutdown_signals`) before calling.
+int run_node(const node_settings& settings);
+
+/// Applies every embedded migration to the configured database and returns.
+int migrate_database(const node_settings& settings);
+
+/// Blocks SIGINT and SIGTERM in the calling thread, so that every thread
+/// spawned afterwards inherits the mask and `run_node` receives them
+/// synchronously with sigwait().
+void block_shutdown_signals();
+
+} // namespace butlers

@@ -1,0 +1,1044 @@
+#include "runtime/config.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <initializer_list>
+#include <sstream>
+#include <toml++/toml.h>
+#include <tuple>
+#include <utility>
+
+namespace butlers {
+
+namespace {
+
+// -- small helpers ------------------------------------------------------------
+
+constexpr const char* environment_file = "<environment>";
+
+/// Optimal string alignment distance: Levenshtein plus adjacent
+/// transpositions, so "prot" is one edit away from "port".
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1,
+                                     std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i)
+    d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j)
+    d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i)
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min(
+        {d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[a.size()][b.size()];
+}
+
+/// The closest of `candidates` within two edits of `word`, or "".
+std::string closest(std::string_view word,
+                    const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_distance = 3;
+  for (auto& c : candidates) {
+    auto dist = edit_distance(word, c);
+    if (dist < best_distance && dist < c.size()) {
+      best = c;
+      best_distance = dist;
+    }
+  }
+  return best;
+}
+
+std::string hint(std::string_view word,
+                 const std::vector<std::string>& candidates) {
+  auto best = closest(word, candidates);
+  return best.empty() ? std::string{} : "; did you mean '" + best + "'?";
+}
+
+const char* type_name(toml::node_type t) {
+  switch (t) {
+    case toml::node_type::table: return "table";
+    case toml::node_type::array: return "array";
+    case toml::node_type::string: return "string";
+    case toml::node_type::integer: return "integer";
+    case toml::node_type::floating_point: return "float";
+    case toml::node_type::boolean: return "boolean";
+    case toml::node_type::date: return "date";
+    case toml::node_type::time: return "time";
+    case toml::node_type::date_time: return "date-time";
+    default: return "nothing";
+  }
+}
+
+const char* type_name(const toml::node& n) {
+  if (auto arr = n.as_array();
+      arr && !arr->empty() && arr->is_array_of_tables())
+    return "array of tables";
+  return type_name(n.type());
+}
+
+source_position position_of(const toml::source_region& r) {
+  return {static_cast<int64_t>(r.begin.line),
+          static_cast<int64_t>(r.begin.column)};
+}
+
+/// Where an entry was written: the key if toml++ knows its place, else the
+/// value.
+source_position position_of(const toml::key& k, const toml::node& v) {
+  auto pos = position_of(k.source());
+  return pos.line > 0 ? pos : position_of(v.source());
+}
+
+std::string join(const std::vector<std::string>& xs) {
+  std::string out;
+  for (auto& x : xs) {
+    if (!out.empty())
+      out += ", ";
+    out += x;
+  }
+  return out;
+}
+
+/// `^[a-z][a-z0-9_-]{0,63}$`: butler and connector names.
+bool is_plain_name(std::string_view s) {
+  if (s.empty() || s.size() > 64 || s[0] < 'a' || s[0] > 'z')
+    return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'
+           || c == '-';
+  });
+}
+
+bool is_alnum(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+         || (c >= '0' && c <= '9');
+}
+
+/// `^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`: node names.
+bool is_node_name(std::string_view s) {
+  if (s.empty() || s.size() > 64 || !is_alnum(s[0]))
+    return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return is_alnum(c) || c == '.' || c == '_' || c == '-';
+  });
+}
+
+/// Parses a decimal port 0..65535 made of digits only.
+std::optional<uint16_t> parse_port(std::string_view s) {
+  if (s.empty() || s.size() > 5)
+    return std::nullopt;
+  uint32_t n = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9')
+      return std::nullopt;
+    n = n * 10 + static_cast<uint32_t>(c - '0');
+  }
+  if (n > 65535)
+    return std::nullopt;
+  return static_cast<uint16_t>(n);
+}
+
+/// Checks "host:port" (host may be a bracketed IPv6 address); returns what
+/// is wrong, or "".
+std::string check_peer(const std::string& peer) {
+  auto colon = peer.rfind(':');
+  if (colon == std::string::npos || colon == 0)
+    return "expected \"host:port\", got '" + peer + "'";
+  auto port = parse_port(std::string_view{peer}.substr(colon + 1));
+  if (!port || *port == 0)
+    return "port of '" + peer + "' must be in 1..65535";
+  return {};
+}
+
+// -- parsing ------------------------------------------------------------------
+
+using check_fn = std::function<std::string(const std::string&)>;
+
+/// Collects the settings and the errors of one file.
+struct parser {
+  std::string file;
+  std::vector<config_error> errors;
+  node_settings settings;
+
+  void error(source_position where, std::string key, std::string message) {
+    errors.push_back(config_error{file, where.line, where.column,
+                                  std::move(key), std::move(message)});
+  }
+};
+
+/// Reads the keys of one table; every key asked for becomes known, and
+/// `finish` reports the rest as unknown.
+class section {
+ public:
+  section(parser& p, const toml::table& tbl, std::string prefix)
+    : parser_(p), table_(tbl), prefix_(std::move(prefix)) {}
+
+  std::string key_of(std::string_view name) const {
+    return prefix_.empty() ? std::string{name}
+                           : prefix_ + "." + std::string{name};
+  }
+
+  /// Position of the table itself (its header).
+  source_position position() const {
+    return position_of(table_.source());
+  }
+
+  /// Looks `name` up, marks it known and records its position.
+  const toml::node* get(const char* name) {
+    known_.emplace_back(name);
+    auto i = table_.find(name);
+    if (i == table_.end())
+      return nullptr;
+    parser_.settings.positions[key_of(name)] = position_of(i->first, i->second);
+    return &i->second;
+  }
+
+  void wrong_type(const char* name, const toml::node& n, const char* expected) {
+    parser_.error(position_of(n.source()), key_of(name),
+                  std::string{"expected "} + expected + ", got "
+                    + type_name(n));
+  }
+
+  void invalid(const char* name, const toml::node& n, std::string message) {
+    parser_.error(position_of(n.source()), key_of(name), std::move(message));
+  }
+
+  void boolean(const char* name, bool& out) {
+    if (auto n = get(name)) {
+      if (auto v = n->as_boolean())
+        out = v->get();
+      else
+        wrong_type(name, *n, "boolean");
+    }
+  }
+
+  template<class T>
+  void integer(const char* name, T& out, int64_t min, int64_t max) {
+    auto n = get(name);
+    if (!n)
+      return;
+    auto v = n->as_integer();
+    if (!v) {
+      wrong_type(name, *n, "integer");
+      return;
+    }
+    auto x = v->get();
+    if (x < min || x > max) {
+      invalid(name, *n,
+              "must be in " + std::to_string(min) + ".." + std::to_string(max)
+                + ", got " + std::to_string(x));
+      return;
+    }
+    out = static_cast<T>(x);
+  }
+
+  void string(const char* name, std::string& out, const check_fn& check = {}) {
+    auto n = get(name);
+    if (!n)
+      return;
+    auto v = n->as_string();
+    if (!v) {
+      wrong_type(name, *n, "string");
+      return;
+    }
+    if (check) {
+      if (auto what = check(v->get()); !what.empty()) {
+        invalid(name, *n, std::move(what));
+        return;
+      }
+    }
+    out = v->get();
+  }
+
+  void one_of(const char* name, std::string& out,
+              const std::vector<std::string>& choices) {
+    string(name, out, [&](const std::string& x) -> std::string {
+      if (std::find(choices.begin(), choices.end(), x) != choices.end())
+        return {};
+      return "must be one of " + join(choices) + ", got '" + x + "'"
+             + hint(x, choices);
+    });
+  }
+
+  void strings(const char* name, std::vector<std::string>& out,
+               const check_fn& check = {}) {
+    auto n = get(name);
+    if (!n)
+      return;
+    auto arr = n->as_array();
+    if (!arr) {
+      wrong_type(name, *n, "array of strings");
+      return;
+    }
+    std::vector<std::string> result;
+    bool ok = true;
+    for (size_t i = 0; i < arr->size(); ++i) {
+      auto& elem = *arr->get(i);
+      auto elem_key = key_of(name) + "[" + std::to_string(i) + "]";
+      auto v = elem.as_string();
+      if (!v) {
+        parser_.error(position_of(elem.source()), elem_key,
+                      std::string{"expected string, got "} + type_name(elem));
+        ok = false;
+        continue;
+      }
+      if (check) {
+        if (auto what = check(v->get()); !what.empty()) {
+          parser_.error(position_of(elem.source()), elem_key, std::move(what));
+          ok = false;
+          continue;
+        }
+      }
+      result.push_back(v->get());
+    }
+    if (ok)
+      out = std::move(result);
+  }
+
+  /// A sub-table; wrong types are reported.
+  const toml::table* table(const char* name) {
+    auto n = get(name);
+    if (!n)
+      return nullptr;
+    auto t = n->as_table();
+    if (!t)
+      wrong_type(name, *n, "table");
+    return t;
+  }
+
+  /// An array of tables (`[[name]]`); wrong types are reported, and
+  /// elements that are not tables come back as nullptr.
+  std::vector<const toml::table*> tables(const char* name) {
+    std::vector<const toml::table*> result;
+    auto n = get(name);
+    if (!n)
+      return result;
+    auto arr = n->as_array();
+    if (!arr) {
+      wrong_type(name, *n,
+                 (std::string{"array of tables ([["} + name + "]])").c_str());
+      return result;
+    }
+    for (size_t i = 0; i < arr->size(); ++i) {
+      auto& elem = *arr->get(i);
+      auto t = elem.as_table();
+      if (!t)
+        parser_.error(position_of(elem.source()),
+                      key_of(name) + "[" + std::to_string(i) + "]",
+                      std::string{"expected table, got "} + type_name(elem));
+      result.push_back(t);
+    }
+    return result;
+  }
+
+  /// Reports a missing required key at the table's header.
+  void require(const char* name) {
+    if (!table_.contains(name))
+      parser_.error(position(), key_of(name), "missing required key");
+  }
+
+  /// Reports every key nobody asked for.
+  void finish() {
+    for (auto&& [k, v] : table_) {
+      auto name = std::string{k.str()};
+      if (std::find(known_.begin(), known_.end(), name) != known_.end())
+        continue;
+      auto what = v.is_table() || v.is_array_of_tables() ? "unknown table"
+                                                         : "unknown key";
+      parser_.error(position_of(k, v), key_of(name), what + hint(name, known_));
+    }
+  }
+
+ private:
+  parser& parser_;
+  const toml::table& table_;
+  std::string prefix_;
+  std::vector<std::string> known_;
+};
+
+check_fn not_empty() {
+  return [](const std::string& x) -> std::string {
+    return x.empty() ? "must not be empty" : "";
+  };
+}
+
+check_fn plain_name() {
+  return [](const std::string& x) -> std::string {
+    if (is_plain_name(x))
+      return {};
+    return "must match ^[a-z][a-z0-9_-]{0,63}$, got '" + x + "'";
+  };
+}
+
+constexpr int64_t u32_max = 4294967295;
+
+void read_node(parser& p, const toml::table& t, node_config& c) {
+  section s{p, t, "node"};
+  s.string("name", c.name, [](const std::string& x) -> std::string {
+    if (is_node_name(x))
+      return {};
+    return "must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$, got '" + x + "'";
+  });
+  s.integer("drain_deadline_s", c.drain_deadline_s, 0, 3600);
+  s.one_of("log_level", c.log_level,
+           {"trace", "debug", "info", "warn", "error"});
+  s.finish();
+}
+
+void read_database(parser& p, const toml::table& t, database_config& c) {
+  section s{p, t, "database"};
+  s.string("url", c.url);
+  s.integer("pool_size", c.pool_size, 1, 64);
+  s.integer("writer_connections", c.writer_connections, 1, 16);
+  s.integer("max_batch", c.max_batch, 1, 10000);
+  s.integer("connect_timeout_s", c.connect_timeout_s, 1, 300);
+  s.integer("retention_months", c.retention_months, 1, 120);
+  s.integer("partitions_ahead", c.partitions_ahead, 0, 24);
+  s.finish();
+}
+
+void read_http(parser& p, const toml::table& t, http_config& c) {
+  section s{p, t, "http"};
+  s.boolean("enabled", c.enabled);
+  s.string("bind", c.bind, not_empty());
+  s.integer("port", c.port, 0, 65535);
+  s.string("token", c.token);
+  s.integer("max_body_bytes", c.max_body_bytes, 1024, 64 * 1024 * 1024);
+  s.integer("threads", c.threads, 1, 64);
+  s.integer("max_connections", c.max_connections, 1, 65536);
+  s.integer("request_timeout_ms", c.request_timeout_ms, 1, 600000);
+  s.finish();
+}
+
+void read_switchboard(parser& p, const toml::table& t, switchboard_config& c) {
+  section s{p, t, "switchboard"};
+  s.boolean("enabled", c.enabled);
+  s.integer("max_in_flight", c.max_in_flight, 1, 1000000);
+  s.integer("queue_capacity", c.queue_capacity, 1, 1000000);
+  s.integer("workers", c.workers, 1, 256);
+  s.integer("scanner_interval_s", c.scanner_interval_s, 1, 3600);
+  s.integer("scanner_grace_s", c.scanner_grace_s, 0, 3600);
+  s.integer("scanner_batch_size", c.scanner_batch_size, 1, 10000);
+  s.integer("lease_s", c.lease_s, 1, 86400);
+  s.integer("dedupe_window_s", c.dedupe_window_s, 1, 86400);
+  s.one_of("router", c.router, {"rules", "cli"});
+  s.finish();
+}
+
+void read_butler(parser& p, const toml::table& t, std::string prefix,
+                 butler_config& c) {
+  section s{p, t, std::move(prefix)};
+  s.require("name");
+  s.string("name", c.name, plain_name());
+  s.string("description", c.description);
+  s.strings("keywords", c.keywords, not_empty());
+  s.one_of("runtime", c.runtime, {"scripted", "cli"});
+  s.strings("command", c.command);
+  s.integer("max_concurrent_sessions", c.max_concurrent_sessions, 1, 256);
+  s.integer("max_pending", c.max_pending, 0, 100000);
+  s.integer("session_timeout_s", c.session_timeout_s, 1, 86400);
+  s.string("node", c.node);
+  s.finish();
+}
+
+void read_connector(parser& p, const toml::table& t, std::string prefix,
+                    connector_config& c) {
+  section s{p, t, std::move(prefix)};
+  s.require("name");
+  s.string("name", c.name, plain_name());
+  s.require("type");
+  s.one_of("type", c.type, {"http", "jsonl", "maildir", "telegram"});
+  s.string("endpoint_identity", c.endpoint_identity);
+  s.string("path", c.path);
+  s.integer("max_in_flight", c.max_in_flight, 1, 10000);
+  s.boolean("enabled", c.enabled);
+  s.finish();
+}
+
+void read_cluster(parser& p, const toml::table& t, cluster_config& c) {
+  section s{p, t, "cluster"};
+  s.boolean("enabled", c.enabled);
+  s.string("bind", c.bind, not_empty());
+  s.integer("port", c.port, 0, 65535);
+  s.strings("peers", c.peers, check_peer);
+  s.integer("heartbeat_interval_ms", c.heartbeat_interval_ms, 10, 600000);
+  s.integer("connection_timeout_ms", c.connection_timeout_ms, 10, 600000);
+  s.string("tls_certificate", c.tls_certificate);
+  s.string("tls_key", c.tls_key);
+  s.string("tls_cafile", c.tls_cafile);
+  s.finish();
+}
+
+void read_scheduler(parser& p, const toml::table& t, scheduler_config& c) {
+  section s{p, t, "scheduler"};
+  s.integer("threads", c.threads, 0, 1024);
+  s.one_of("policy", c.policy, {"stealing", "sharing"});
+  s.integer("max_throughput", c.max_throughput, 0, u32_max);
+  s.finish();
+}
+
+void read_root(parser& p, const toml::table& root) {
+  auto& out = p.settings;
+  section s{p, root, ""};
+  if (auto t = s.table("node"))
+    read_node(p, *t, out.node);
+  if (auto t = s.table("database"))
+    read_database(p, *t, out.database);
+  if (auto t = s.table("http"))
+    read_http(p, *t, out.http);
+  if (auto t = s.table("switchboard"))
+    read_switchboard(p, *t, out.switchboard);
+  auto butlers = s.tables("butler");
+  for (size_t i = 0; i < butlers.size(); ++i) {
+    if (!butlers[i])
+      continue;
+    auto prefix = "butler[" + std::to_string(i) + "]";
+    p.settings.positions[prefix] = position_of(butlers[i]->source());
+    out.butlers.emplace_back();
+    read_butler(p, *butlers[i], prefix, out.butlers.back());
+  }
+  auto connectors = s.tables("connector");
+  for (size_t i = 0; i < connectors.size(); ++i) {
+    if (!connectors[i])
+      continue;
+    auto prefix = "connector[" + std::to_string(i) + "]";
+    p.settings.positions[prefix] = position_of(connectors[i]->source());
+    out.connectors.emplace_back();
+    read_connector(p, *connectors[i], prefix, out.connectors.back());
+  }
+  if (auto t = s.table("cluster"))
+    read_cluster(p, *t, out.cluster);
+  if (auto t = s.table("scheduler"))
+    read_scheduler(p, *t, out.scheduler);
+  s.finish();
+}
+
+// -- validation ---------------------------------------------------------------
+
+/// Position of the first of `keys` that was written in the file.
+source_position where(const node_settings& s,
+                      std::initializer_list<std::string> keys) {
+  for (auto& k : keys)
+    if (auto i = s.positions.find(k); i != s.positions.end())
+      return i->second;
+  return {};
+}
+
+// -- TOML output --------------------------------------------------------------
+
+std::string quote(std::string_view x) {
+  std::string out = "\"";
+  for (unsigned char c : x) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\t': out += "\\t"; break;
+      case '\n': out += "\\n"; break;
+      case '\f': out += "\\f"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (c < 0x20 || c == 0x7f) {
+          char buf[8];
+          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  out += '"';
+  return out;
+}
+
+std::string quote(const std::vector<std::string>& xs) {
+  std::string out = "[";
+  for (size_t i = 0; i < xs.size(); ++i) {
+    if (i > 0)
+      out += ", ";
+    out += quote(xs[i]);
+  }
+  out += "]";
+  return out;
+}
+
+const char* boolean(bool x) {
+  return x ? "true" : "false";
+}
+
+} // namespace
+
+// -- equality -----------------------------------------------------------------
+
+bool operator==(const node_config& x, const node_config& y) {
+  return std::tie(x.name, x.drain_deadline_s, x.log_level)
+         == std::tie(y.name, y.drain_deadline_s, y.log_level);
+}
+
+bool operator==(const database_config& x, const database_config& y) {
+  return std::tie(x.url, x.pool_size, x.writer_connections, x.max_batch,
+                  x.connect_timeout_s, x.retention_months, x.partitions_ahead)
+         == std::tie(y.url, y.pool_size, y.writer_connections, y.max_batch,
+                     y.connect_timeout_s, y.retention_months,
+                     y.partitions_ahead);
+}
+
+bool operator==(const http_config& x, const http_config& y) {
+  return std::tie(x.enabled, x.bind, x.port, x.token, x.max_body_bytes,
+                  x.threads, x.max_connections, x.request_timeout_ms)
+         == std::tie(y.enabled, y.bind, y.port, y.token, y.max_body_bytes,
+                     y.threads, y.max_connections, y.request_timeout_ms);
+}
+
+bool operator==(const switchboard_config& x, const switchboard_config& y) {
+  return std::tie(x.enabled, x.max_in_flight, x.queue_capacity, x.workers,
+                  x.scanner_interval_s, x.scanner_grace_s, x.scanner_batch_size,
+                  x.lease_s, x.dedupe_window_s, x.router)
+         == std::tie(y.enabled, y.max_in_flight, y.queue_capacity, y.workers,
+                     y.scanner_interval_s, y.scanner_grace_s,
+                     y.scanner_batch_size, y.lease_s, y.dedupe_window_s,
+                     y.router);
+}
+
+bool operator==(const butler_config& x, const butler_config& y) {
+  return std::tie(x.name, x.description, x.keywords, x.runtime, x.command,
+                  x.max_concurrent_sessions, x.max_pending, x.session_timeout_s,
+                  x.node)
+         == std::tie(y.name, y.description, y.keywords, y.runtime, y.command,
+                     y.max_concurrent_sessions, y.max_pending,
+                     y.session_timeout_s, y.node);
+}
+
+bool operator==(const connector_config& x, const connector_config& y) {
+  return std::tie(x.name, x.type, x.endpoint_identity, x.path, x.max_in_flight,
+                  x.enabled)
+         == std::tie(y.name, y.type, y.endpoint_identity, y.path,
+                     y.max_in_flight, y.enabled);
+}
+
+bool operator==(const cluster_config& x, const cluster_config& y) {
+  return std::tie(x.enabled, x.bind, x.port, x.peers, x.heartbeat_interval_ms,
+                  x.connection_timeout_ms, x.tls_certificate, x.tls_key,
+                  x.tls_cafile)
+         == std::tie(y.enabled, y.bind, y.port, y.peers,
+                     y.heartbeat_interval_ms, y.connection_timeout_ms,
+                     y.tls_certificate, y.tls_key, y.tls_cafile);
+}
+
+bool operator==(const scheduler_config& x, const scheduler_config& y) {
+  return std::tie(x.threads, x.policy, x.max_throughput)
+         == std::tie(y.threads, y.policy, y.max_throughput);
+}
+
+bool operator==(const node_settings& x, const node_settings& y) {
+  return std::tie(x.node, x.database, x.http, x.switchboard, x.butlers,
+                  x.connectors, x.cluster, x.scheduler)
+         == std::tie(y.node, y.database, y.http, y.switchboard, y.butlers,
+                     y.connectors, y.cluster, y.scheduler);
+}
+
+// -- config_error -------------------------------------------------------------
+
+std::string config_error::to_string() const {
+  std::string out = file;
+  if (line > 0) {
+    out += ':';
+    out += std::to_string(line);
+    if (column > 0) {
+      out += ':';
+      out += std::to_string(column);
+    }
+  }
+  if (!key.empty()) {
+    out += ": ";
+    out += key;
+  }
+  out += ": ";
+  out += message;
+  return out;
+}
+
+// -- parsing ------------------------------------------------------------------
+
+config_result parse_config(std::string_view text, std::string file) {
+  config_result result;
+  toml::table root;
+  try {
+    root = toml::parse(text, std::string_view{file});
+  } catch (const toml::parse_error& e) {
+    auto pos = position_of(e.source());
+    result.errors.push_back(config_error{std::move(file), pos.line, pos.column,
+                                         "", std::string{e.description()}});
+    return result;
+  }
+  parser p;
+  p.file = file;
+  p.settings.path = file;
+  read_root(p, root);
+  std::stable_sort(p.errors.begin(), p.errors.end(),
+                   [](const config_error& x, const config_error& y) {
+                     return std::tie(x.line, x.column)
+                            < std::tie(y.line, y.column);
+                   });
+  result.errors = std::move(p.errors);
+  if (result.errors.empty())
+    result.settings = std::move(p.settings);
+  return result;
+}
+
+config_result load_config(const std::string& path) {
+  config_result result;
+  auto fail = [&](int err) {
+    result.errors.push_back(
+      config_error{path, 0, 0, "",
+                   std::string{"cannot read file: "} + std::strerror(err)});
+    return result;
+  };
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f)
+    return fail(errno);
+  std::string text;
+  char buf[8192];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0)
+    text.append(buf, n);
+  int err = std::ferror(f) ? errno : 0;
+  std::fclose(f);
+  if (err != 0)
+    return fail(err);
+  return parse_config(text, path);
+}
+
+// -- environment --------------------------------------------------------------
+
+std::vector<config_error> apply_env_overrides(
+  node_settings& s, const std::function<const char*(const char*)>& getenv_fn) {
+  std::vector<config_error> errors;
+  auto get = [&](const char* name) -> std::optional<std::string> {
+    auto value = getenv_fn(name);
+    if (value == nullptr || *value == '\0')
+      return std::nullopt;
+    return std::string{value};
+  };
+  if (auto url = get("BUTLERS_DATABASE_URL")) {
+    s.database.url = *url;
+    s.positions.erase("database.url");
+  }
+  if (auto token = get("BUTLERS_HTTP_TOKEN")) {
+    s.http.token = *token;
+    s.positions.erase("http.token");
+  }
+  if (auto port = get("BUTLERS_HTTP_PORT")) {
+    if (auto value = parse_port(*port)) {
+      s.http.port = *value;
+      s.positions.erase("http.port");
+    } else {
+      errors.push_back(
+        config_error{environment_file, 0, 0, "env:BUTLERS_HTTP_PORT",
+                     "expected an integer in 0..65535, got '" + *port + "'"});
+    }
+  }
+  return errors;
+}
+
+// -- validation ---------------------------------------------------------------
+
+bool is_loopback(std::string_view host) {
+  if (host == "localhost" || host == "::1" || host == "[::1]")
+    return true;
+  // IPv4 dotted quad whose first octet is 127.
+  int octets = 0;
+  size_t i = 0;
+  int first = -1;
+  while (i <= host.size()) {
+    size_t j = i;
+    int value = 0;
+    while (j < host.size() && host[j] >= '0' && host[j] <= '9' && j - i < 3) {
+      value = value * 10 + (host[j] - '0');
+      ++j;
+    }
+    if (j == i || value > 255)
+      return false;
+    if (first < 0)
+      first = value;
+    ++octets;
+    if (j == host.size())
+      break;
+    if (host[j] != '.')
+      return false;
+    i = j + 1;
+  }
+  return octets == 4 && first == 127;
+}
+
+std::vector<config_error> validate_settings(const node_settings& s) {
+  std::vector<config_error> errors;
+  auto error = [&](source_position pos, std::string key, std::string msg) {
+    errors.push_back(config_error{s.path, pos.line, pos.column, std::move(key),
+                                  std::move(msg)});
+  };
+  // HTTP.
+  if (s.http.enabled && !is_loopback(s.http.bind) && s.http.token.empty())
+    error(where(s, {"http.bind", "http"}), "http.bind",
+          "binding a non-loopback address requires http.token");
+  // Butlers.
+  for (size_t i = 0; i < s.butlers.size(); ++i) {
+    auto& b = s.butlers[i];
+    auto prefix = "butler[" + std::to_string(i) + "]";
+    if (b.runtime == "cli" && (b.command.empty() || b.command[0].empty()))
+      error(where(s, {prefix + ".command", prefix + ".runtime", prefix}),
+            prefix + ".command", "a 'cli' runtime requires a command");
+    if (!b.node.empty() && b.node != s.node.name && !s.cluster.enabled)
+      error(where(s, {prefix + ".node", prefix}), prefix + ".node",
+            "runs on node '" + b.node
+              + "', which requires cluster.enabled = true");
+    if (b.name.empty())
+      continue;
+    for (size_t j = 0; j < i; ++j) {
+      if (s.butlers[j].name != b.name)
+        continue;
+      auto first = "butler[" + std::to_string(j) + "]";
+      auto first_pos = where(s, {first + ".name", first});
+      auto at = first_pos.line > 0
+                  ? first + ", line " + std::to_string(first_pos.line)
+                  : first;
+      error(where(s, {prefix + ".name", prefix}), prefix + ".name",
+            "duplicate butler name '" + b.name + "' (first in " + at + ")");
+      break;
+    }
+  }
+  // Connectors.
+  for (size_t i = 0; i < s.connectors.size(); ++i) {
+    auto& c = s.connectors[i];
+    auto prefix = "connector[" + std::to_string(i) + "]";
+    if ((c.type == "jsonl" || c.type == "maildir") && c.path.empty())
+      error(where(s, {prefix + ".type", prefix}), prefix + ".path",
+            "a '" + c.type + "' connector requires a path");
+    if (c.type == "http" && c.enabled && !s.http.enabled)
+      error(where(s, {prefix + ".type", prefix}), prefix + ".type",
+            "an 'http' connector requires http.enabled = true");
+    if (c.name.empty())
+      continue;
+    for (size_t j = 0; j < i; ++j) {
+      if (s.connectors[j].name != c.name)
+        continue;
+      auto first = "connector[" + std::to_string(j) + "]";
+      auto first_pos = where(s, {first + ".name", first});
+      auto at = first_pos.line > 0
+                  ? first + ", line " + std::to_string(first_pos.line)
+                  : first;
+      error(where(s, {prefix + ".name", prefix}), prefix + ".name",
+            "duplicate connector name '" + c.name + "' (first in " + at + ")");
+      break;
+    }
+  }
+  // Cluster.
+  auto& cl = s.cluster;
+  if (!cl.tls_key.empty() && cl.tls_certificate.empty())
+    error(where(s, {"cluster.tls_key", "cluster"}), "cluster.tls_key",
+          "requires cluster.tls_certificate");
+  if (!cl.tls_certificate.empty() && cl.tls_key.empty())
+    error(where(s, {"cluster.tls_certificate", "cluster"}),
+          "cluster.tls_certificate", "requires cluster.tls_key");
+  if (!cl.tls_cafile.empty() && cl.tls_certificate.empty())
+    error(where(s, {"cluster.tls_cafile", "cluster"}), "cluster.tls_cafile",
+          "requires cluster.tls_certificate");
+  if (cl.enabled && !is_loopback(cl.bind) && cl.tls_certificate.empty())
+    error(where(s, {"cluster.bind", "cluster"}), "cluster.bind",
+          "binding a non-loopback address requires cluster.tls_certificate "
+          "and cluster.tls_key");
+  if (cl.enabled && s.http.enabled && cl.port != 0 && cl.port == s.http.port
+      && cl.bind == s.http.bind)
+    error(where(s, {"cluster.port", "cluster"}), "cluster.port",
+          "same address as http.port");
+  std::stable_sort(errors.begin(), errors.end(),
+                   [](const config_error& x, const config_error& y) {
+                     return std::tie(x.line, x.column)
+                            < std::tie(y.line, y.column);
+                   });
+  return errors;
+}
+
+// -- output -------------------------------------------------------------------
+
+std::string redact_database_url(std::string_view url) {
+  std::string out{url};
+  auto starts_with = [&](std::string_view prefix) {
+    return url.substr(0, prefix.size()) == prefix;
+  };
+  if (starts_with("postgresql://") || starts_with("postgres://")) {
+    auto auth_begin = url.find("://") + 3;
+    auto auth_end = url.find_first_of("/?#", auth_begin);
+    if (auth_end == std::string_view::npos)
+      auth_end = url.size();
+    // Query parameters first: replacing them does not move the authority.
+    auto query = url.find('?', auth_begin);
+    if (query != std::string_view::npos) {
+      std::string rebuilt{url.substr(0, query + 1)};
+      auto rest = url.substr(query + 1);
+      auto fragment = rest.find('#');
+      auto tail = fragment == std::string_view::npos ? std::string_view{}
+                                                     : rest.substr(fragment);
+      rest = rest.substr(0, fragment);
+      size_t i = 0;
+      bool first = true;
+      while (i <= rest.size()) {
+        auto amp = rest.find('&', i);
+        if (amp == std::string_view::npos)
+          amp = rest.size();
+        auto param = rest.substr(i, amp - i);
+        if (!first)
+          rebuilt += '&';
+        first = false;
+        if (param.substr(0, 9) == "password=")
+          rebuilt += "password=***";
+        else
+          rebuilt += param;
+        i = amp + 1;
+      }
+      rebuilt += tail;
+      out = std::move(rebuilt);
+    }
+    auto authority = url.substr(auth_begin, auth_end - auth_begin);
+    auto at = authority.rfind('@');
+    if (at != std::string_view::npos) {
+      auto colon = authority.find(':');
+      if (colon != std::string_view::npos && colon < at)
+        out.replace(auth_begin + colon + 1, at - colon - 1, "***");
+    }
+    return out;
+  }
+  // key=value form: password = value, value plain or single-quoted.
+  std::string result;
+  size_t i = 0;
+  auto is_space = [](char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+  };
+  while (i < url.size()) {
+    if (is_space(url[i])) {
+      result += url[i++];
+      continue;
+    }
+    auto key_begin = i;
+    while (i < url.size() && url[i] != '=' && !is_space(url[i]))
+      ++i;
+    auto key = url.substr(key_begin, i - key_begin);
+    while (i < url.size() && is_space(url[i]))
+      ++i;
+    if (i >= url.size() || url[i] != '=') {
+      // Not key=value: keep the rest untouched.
+      result += url.substr(key_begin);
+      return result;
+    }
+    ++i;
+    while (i < url.size() && is_space(url[i]))
+      ++i;
+    auto value_begin = i;
+    if (i < url.size() && url[i] == '\'') {
+      ++i;
+      while (i < url.size() && url[i] != '\'') {
+        if (url[i] == '\\' && i + 1 < url.size())
+          ++i;
+        ++i;
+      }
+      if (i < url.size())
+        ++i;
+    } else {
+      while (i < url.size() && !is_space(url[i]))
+        ++i;
+    }
+    result += key;
+    result += '=';
+    if (key == "password")
+      result += "***";
+    else
+      result += url.substr(value_begin, i - value_begin);
+  }
+  return result;
+}
+
+std::string to_toml(const node_settings& s) {
+  std::ostringstream out;
+  out << "# Effective configuration of node " << quote(s.node.name);
+  if (!s.path.empty())
+    out << ", read from " << s.path;
+  out << ".\n# Secrets are shown as \"***\".\n";
+  auto& n = s.node;
+  out << "\n[node]\n"
+      << "name = " << quote(n.name) << '\n'
+      << "drain_deadline_s = " << n.drain_deadline_s << '\n'
+      << "log_level = " << quote(n.log_level) << '\n';
+  auto& d = s.database;
+  out << "\n[database]\n"
+      << "url = " << quote(redact_database_url(d.url)) << '\n'
+      << "pool_size = " << d.pool_size << '\n'
+      << "writer_connections = " << d.writer_connections << '\n'
+      << "max_batch = " << d.max_batch << '\n'
+      << "connect_timeout_s = " << d.connect_timeout_s << '\n'
+      << "retention_months = " << d.retention_months << '\n'
+      << "partitions_ahead = " << d.partitions_ahead << '\n';
+  auto& h = s.http;
+  out << "\n[http]\n"
+      << "enabled = " << boolean(h.enabled) << '\n'
+      << "bind = " << quote(h.bind) << '\n'
+      << "port = " << h.port << '\n'
+      << "token = " << quote(h.token.empty() ? "" : "***") << '\n'
+      << "max_body_bytes = " << h.max_body_bytes << '\n'
+      << "threads = " << h.threads << '\n'
+      << "max_connections = " << h.max_connections << '\n'
+      << "request_timeout_ms = " << h.request_timeout_ms << '\n';
+  auto& sb = s.switchboard;
+  out << "\n[switchboard]\n"
+      << "enabled = " << boolean(sb.enabled) << '\n'
+      << "max_in_flight = " << sb.max_in_flight << '\n'
+      << "queue_capacity = " << sb.queue_capacity << '\n'
+      << "workers = " << sb.workers << '\n'
+      << "scanner_interval_s = " << sb.scanner_interval_s << '\n'
+      << "scanner_grace_s = " << sb.scanner_grace_s << '\n'
+      << "scanner_batch_size = " << sb.scanner_batch_size << '\n'
+      << "lease_s = " << sb.lease_s << '\n'
+      << "dedupe_window_s = " << sb.dedupe_window_s << '\n'
+      << "router = " << quote(sb.router) << '\n';
+  auto& c = s.cluster;
+  out << "\n[cluster]\n"
+      << "enabled = " << boolean(c.enabled) << '\n'
+      << "bind = " << quote(c.bind) << '\n'
+      << "port = " << c.port << '\n'
+      << "peers = " << quote(c.peers) << '\n'
+      << "heartbeat_interval_ms = " << c.heartbeat_interval_ms << '\n'
+      << "connection_timeout_ms = " << c.connection_timeout_ms << '\n'
+      << "tls_certificate = " << quote(c.tls_certificate) << '\n'
+      << "tls_key = " << quote(c.tls_key) << '\n'
+      << "tls_cafile = " << quote(c.tls_cafile) << '\n';
+  auto& sc = s.scheduler;
+  out << "\n[scheduler]\n"
+      << "threads = " << sc.threads << '\n'
+      << "policy = " << quote(sc.policy) << '\n'
+      << "max_throughput = " << sc.max_throughput << '\n';
+  for (auto& b : s.butlers)
+    out << "\n[[butler]]\n"
+        << "name = " << quote(b.name) << '\n'
+        << "description = " << quote(b.description) << '\n'
+        << "keywords = " << quote(b.keywords) << '\n'
+        << "runtime = " << quote(b.runtime) << '\n'
+        << "command = " << quote(b.command) << '\n'
+        << "max_concurrent_sessions = " << b.max_concurrent_sessions << '\n'
+        << "max_pending = " << b.max_pending << '\n'
+        << "session_timeout_s = " << b.session_timeout_s << '\n'
+        << "node = " << quote(b.node) << '\n';
+  for (auto& cn : s.connectors)
+    out << "\n[[connector]]\n"
+        << "name = " << quote(cn.name) << '\n'
+        << "type = " << quote(cn.type) << '\n'
+        << "endpoint_identity = " << quote(cn.endpoint_identity) << '\n'
+        << "path = " << quote(cn.path) << '\n'
+        << "max_in_flight = " << cn.max_in_flight << '\n'
+        << "enabled = " << boolean(cn.enabled) << '\n';
+  return out.str();
+}
+
+} // namespace butlers

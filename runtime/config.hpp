@@ -1,0 +1,324 @@
+#pragma once
+
+#include <cstdint>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace butlers {
+
+// -- sections of node.toml ----------------------------------------------------
+
+/// `[node]`: identity and life cycle of this process.
+struct node_config {
+  /// Name of this node in logs and in the cluster. Default "butlers-1";
+  /// 1..64 characters of `[A-Za-z0-9._-]`, starting with a letter or digit.
+  std::string name = "butlers-1";
+  /// Seconds a graceful shutdown waits for in-flight work before leaving it
+  /// `accepted` for the next start. Default 10, range 0..3600.
+  uint32_t drain_deadline_s = 10;
+  /// Minimum log level: trace, debug, info, warn or error. Default "info".
+  std::string log_level = "info";
+};
+
+/// `[database]`: the PostgreSQL the inbox lives in.
+struct database_config {
+  /// libpq connection URI or key=value string; empty means no database (the
+  /// ingest API then answers 503). Default "". Usually set through
+  /// BUTLERS_DATABASE_URL.
+  std::string url;
+  /// Reader connections. Default 4, range 1..64.
+  uint32_t pool_size = 4;
+  /// Connections of the inbox writer. Default 1, range 1..16.
+  uint32_t writer_connections = 1;
+  /// Most writes per group commit. Default 256, range 1..10000.
+  uint32_t max_batch = 256;
+  /// Seconds to wait for a connection. Default 5, range 1..300.
+  uint32_t connect_timeout_s = 5;
+  /// Months of inbox partitions kept before dropping. Default 1, range 1..120.
+  uint32_t retention_months = 1;
+  /// Monthly partitions created ahead of time. Default 2, range 0..24.
+  uint32_t partitions_ahead = 2;
+};
+
+/// `[http]`: the ingest, thread and operator API.
+struct http_config {
+  /// Whether to serve HTTP at all. Default true.
+  bool enabled = true;
+  /// Address to listen on; anything but loopback (127.0.0.0/8, ::1,
+  /// localhost) requires `token`. Default "127.0.0.1".
+  std::string bind = "127.0.0.1";
+  /// TCP port; 0 picks a free port. Default 8470, range 0..65535.
+  uint16_t port = 8470;
+  /// Bearer token every request must carry; empty means none. Default "".
+  /// Usually set through BUTLERS_HTTP_TOKEN.
+  std::string token;
+  /// Largest request body; larger ones get 413. Default 1048576 (1 MiB),
+  /// range 1024..67108864 (1 KiB..64 MiB).
+  uint64_t max_body_bytes = 1048576;
+  /// Server threads. Default 1, range 1..64.
+  uint32_t threads = 1;
+  /// Most open connections. Default 1024, range 1..65536.
+  uint32_t max_connections = 1024;
+  /// Deadline of one request in milliseconds. Default 5000, range 1..600000.
+  uint32_t request_timeout_ms = 5000;
+};
+
+/// `[switchboard]`: the ingest boundary, classification pool and cold path.
+struct switchboard_config {
+  /// Whether this node takes ingress. Default true.
+  bool enabled = true;
+  /// Admission limit: ingest requests awaiting commit; above it the API
+  /// answers 429. Default 2048, range 1..1000000.
+  uint32_t max_in_flight = 2048;
+  /// Hot-path queue in front of the classification pool; when full, work is
+  /// deferred to the cold path. Default 100, range 1..1000000.
+  uint32_t queue_capacity = 100;
+  /// Classification workers. Default 3, range 1..256.
+  uint32_t workers = 3;
+  /// Seconds between cold-path scans. Default 30, range 1..3600.
+  uint32_t scanner_interval_s = 30;
+  /// Age in seconds before an `accepted` row is re-enqueued by the scanner.
+  /// Default 10, range 0..3600.
+  uint32_t scanner_grace_s = 10;
+  /// Rows claimed per scan. Default 50, range 1..10000.
+  uint32_t scanner_batch_size = 50;
+  /// Seconds a claim (lease) lasts unless heartbeated. Default 60,
+  /// range 1..86400.
+  uint32_t lease_s = 60;
+  /// Time bucket in seconds for hashed dedupe keys. Default 300,
+  /// range 1..86400.
+  uint32_t dedupe_window_s = 300;
+  /// Router: "rules" (registry keywords) or "cli" (LLM CLI). Default "rules".
+  std::string router = "rules";
+};
+
+/// One `[[butler]]`: a specialist and its session pool.
+struct butler_config {
+  /// Unique name, required; matches `^[a-z][a-z0-9_-]{0,63}$`.
+  std::string name;
+  /// What the butler is for, shown in the registry. Default "".
+  std::string description;
+  /// Words the rules router matches; a butler without keywords only gets
+  /// fallback traffic. Default empty.
+  std::vector<std::string> keywords;
+  /// Runtime adapter: "scripted" or "cli". Default "scripted".
+  std::string runtime = "scripted";
+  /// Program and arguments of a "cli" runtime; required for it, unused
+  /// otherwise. Default empty.
+  std::vector<std::string> command;
+  /// Sessions running at once. Default 1, range 1..256.
+  uint32_t max_concurrent_sessions = 1;
+  /// Work items waiting for a session before the butler rejects more.
+  /// Default 64, range 0..100000.
+  uint32_t max_pending = 64;
+  /// Seconds a session may run before it is cancelled. Default 600,
+  /// range 1..86400.
+  uint32_t session_timeout_s = 600;
+  /// Node hosting the butler; "" (default) or this node's name means local.
+  std::string node;
+};
+
+/// One `[[connector]]`: a source of `ingest.v1` envelopes.
+struct connector_config {
+  /// Unique name, required; matches `^[a-z][a-z0-9_-]{0,63}$`.
+  std::string name;
+  /// Channel kind, required: "http", "jsonl", "maildir" or "telegram".
+  std::string type;
+  /// `source.endpoint_identity` of its envelopes (bot, mailbox, client).
+  /// Default "".
+  std::string endpoint_identity;
+  /// File (jsonl) or directory (maildir) read; required for those two.
+  /// Default "".
+  std::string path;
+  /// Envelopes submitted but not yet acknowledged. Default 8,
+  /// range 1..10000.
+  uint32_t max_in_flight = 8;
+  /// Whether the connector runs. Default true.
+  bool enabled = true;
+};
+
+/// `[cluster]`: other nodes, reached through CAF's middleman.
+struct cluster_config {
+  /// Whether to publish this node and connect to peers. Default false.
+  bool enabled = false;
+  /// Address the cluster port listens on; anything but loopback requires
+  /// TLS. Default "127.0.0.1".
+  std::string bind = "127.0.0.1";
+  /// Cluster port; 0 picks a free port. Default 8471, range 0..65535.
+  uint16_t port = 8471;
+  /// Peers as "host:port". Default empty.
+  std::vector<std::string> peers;
+  /// Middleman heartbeat interval in milliseconds. Default 1000,
+  /// range 10..600000.
+  uint32_t heartbeat_interval_ms = 1000;
+  /// Milliseconds without traffic before a peer counts as lost.
+  /// Default 5000, range 10..600000.
+  uint32_t connection_timeout_ms = 5000;
+  /// PEM certificate of this node; empty means no TLS. Default "".
+  std::string tls_certificate;
+  /// PEM private key for `tls_certificate`. Default "".
+  std::string tls_key;
+  /// PEM bundle peers' certificates are verified against. Default "".
+  std::string tls_cafile;
+};
+
+/// `[scheduler]`: CAF's scheduler.
+struct scheduler_config {
+  /// Worker threads; 0 means one per core. Default 0, range 0..1024.
+  uint32_t threads = 0;
+  /// "stealing" or "sharing". Default "stealing".
+  std::string policy = "stealing";
+  /// Messages an actor handles before yielding; 0 means unlimited.
+  /// Default 0.
+  uint32_t max_throughput = 0;
+};
+
+/// Where a value was written in the file: 1-based line and column.
+struct source_position {
+  /// Line, 1-based; 0 when unknown.
+  int64_t line = 0;
+  /// Column, 1-based; 0 when unknown.
+  int64_t column = 0;
+};
+
+/// A node's whole configuration, as read from `node.toml`.
+struct node_settings {
+  /// `[node]`.
+  node_config node;
+  /// `[database]`.
+  database_config database;
+  /// `[http]`.
+  http_config http;
+  /// `[switchboard]`.
+  switchboard_config switchboard;
+  /// `[[butler]]`, in file order. Default empty.
+  std::vector<butler_config> butlers;
+  /// `[[connector]]`, in file order. Default empty.
+  std::vector<connector_config> connectors;
+  /// `[cluster]`.
+  cluster_config cluster;
+  /// `[scheduler]`.
+  scheduler_config scheduler;
+  /// File the settings were read from; "" when not from a file.
+  std::string path;
+  /// Where each key and table was written, by dotted key ("http.bind",
+  /// "butler[1].name", "butler[1]"), so later checks can point at the line.
+  std::map<std::string, source_position> positions;
+};
+
+// -- equality: the effective configuration ----------------------------------
+
+bool operator==(const node_config& x, const node_config& y);
+bool operator==(const database_config& x, const database_config& y);
+bool operator==(const http_config& x, const http_config& y);
+bool operator==(const switchboard_config& x, const switchboard_config& y);
+bool operator==(const butler_config& x, const butler_config& y);
+bool operator==(const connector_config& x, const connector_config& y);
+bool operator==(const cluster_config& x, const cluster_config& y);
+bool operator==(const scheduler_config& x, const scheduler_config& y);
+
+/// Compares every section; `path` and `positions` (where the settings came
+/// from, not what they are) are ignored.
+bool operator==(const node_settings& x, const node_settings& y);
+
+inline bool operator!=(const node_config& x, const node_config& y) {
+  return !(x == y);
+}
+inline bool operator!=(const database_config& x, const database_config& y) {
+  return !(x == y);
+}
+inline bool operator!=(const http_config& x, const http_config& y) {
+  return !(x == y);
+}
+inline bool operator!=(const switchboard_config& x,
+                       const switchboard_config& y) {
+  return !(x == y);
+}
+inline bool operator!=(const butler_config& x, const butler_config& y) {
+  return !(x == y);
+}
+inline bool operator!=(const connector_config& x, const connector_config& y) {
+  return !(x == y);
+}
+inline bool operator!=(const cluster_config& x, const cluster_config& y) {
+  return !(x == y);
+}
+inline bool operator!=(const scheduler_config& x, const scheduler_config& y) {
+  return !(x == y);
+}
+inline bool operator!=(const node_settings& x, const node_settings& y) {
+  return !(x == y);
+}
+
+// -- reading and checking -----------------------------------------------------
+
+/// One problem found in a configuration file.
+struct config_error {
+  /// File the problem is in ("<environment>" for environment variables).
+  std::string file;
+  /// Line, 1-based; 0 when the problem has no single place.
+  int64_t line = 0;
+  /// Column, 1-based; 0 when unknown.
+  int64_t column = 0;
+  /// Dotted key, e.g. "http.port" or "butler[1].name"; "" for syntax errors
+  /// and unreadable files.
+  std::string key;
+  /// What is wrong, e.g. "expected integer, got string".
+  std::string message;
+
+  /// Renders "FILE:LINE:COL: KEY: MESSAGE", leaving out the parts that are
+  /// unknown (line 0, column 0, empty key).
+  std::string to_string() const;
+};
+
+/// Result: settings, or every error found (not only the first).
+struct config_result {
+  /// The settings; set exactly when `errors` is empty.
+  std::optional<node_settings> settings;
+  /// Every problem found, sorted by position.
+  std::vector<config_error> errors;
+};
+
+/// Parses TOML text (`file` is used in messages and as `settings.path`).
+/// Checks types, ranges and single values; cross-field checks are
+/// `validate_settings`, to run after `apply_env_overrides`.
+config_result parse_config(std::string_view text, std::string file);
+
+/// Reads and parses a file (a missing/unreadable file is one error naming
+/// it).
+config_result load_config(const std::string& path);
+
+/// Applies BUTLERS_DATABASE_URL (database.url), BUTLERS_HTTP_TOKEN
+/// (http.token) and BUTLERS_HTTP_PORT (http.port; a bad value is an error
+/// with key "env:BUTLERS_HTTP_PORT" and leaves the port alone). Unset or
+/// empty variables change nothing. Takes a getenv-like function for
+/// testability.
+std::vector<config_error> apply_env_overrides(
+  node_settings& s,
+  const std::function<const char*(const char*)>& getenv_fn = ::getenv);
+
+/// Cross-field checks, run after overrides: a non-loopback http.bind needs
+/// http.token; a "cli" butler needs a command; butler and connector names
+/// are unique; TLS key and certificate come together; a non-loopback cluster
+/// bind needs TLS; remote butlers need the cluster; and so on. Loopback is
+/// 127.0.0.0/8, ::1 and localhost.
+std::vector<config_error> validate_settings(const node_settings& s);
+
+/// True for 127.0.0.0/8, ::1 (optionally in brackets) and localhost.
+bool is_loopback(std::string_view host);
+
+/// Replaces the password in a libpq URI (user:password@, ?password=) or
+/// key=value string (password=...) with "***".
+std::string redact_database_url(std::string_view url);
+
+/// The effective configuration as TOML, secrets (token, password in database
+/// url) redacted as "***". Parsing the result gives equal settings, except
+/// for the redacted values.
+std::string to_toml(const node_settings& s);
+
+} // namespace butlers

@@ -1,0 +1,174 @@
+#include "runtime/json.hpp"
+
+#include <cstdint>
+#include <rapidjson/error/en.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+namespace butlers::json {
+
+namespace {
+
+/// Finds the first byte at which `text` nests deeper than `max_depth`. A
+/// linear scan that skips string contents (and their escapes); it does not
+/// validate anything else, the parser does that afterwards.
+std::optional<size_t> find_too_deep(std::string_view text, size_t max_depth) {
+  size_t depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
+      continue;
+    }
+    switch (c) {
+      case '"': in_string = true; break;
+      case '[':
+      case '{':
+        if (++depth > max_depth)
+          return i;
+        break;
+      case ']':
+      case '}':
+        if (depth > 0)
+          --depth;
+        break;
+      default: break;
+    }
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+std::optional<parse_error> parse(std::string_view text,
+                                 rapidjson::Document& doc,
+                                 const parse_limits& limits) {
+  if (text.size() > limits.max_bytes)
+    return parse_error{"document of " + std::to_string(text.size())
+                         + " bytes exceeds the limit of "
+                         + std::to_string(limits.max_bytes) + " bytes",
+                       limits.max_bytes};
+  if (auto at = find_too_deep(text, limits.max_depth))
+    return parse_error{"nesting exceeds the depth limit of "
+                         + std::to_string(limits.max_depth) + " at offset "
+                         + std::to_string(*at),
+                       *at};
+  constexpr unsigned flags = rapidjson::kParseIterativeFlag
+                             | rapidjson::kParseValidateEncodingFlag;
+  doc.Parse<flags>(text.data(), text.size());
+  if (!doc.HasParseError())
+    return std::nullopt;
+  auto offset = doc.GetErrorOffset();
+  return parse_error{std::string{"parse error at offset "}
+                       + std::to_string(offset) + ": "
+                       + rapidjson::GetParseError_En(doc.GetParseError()),
+                     offset};
+}
+
+std::string to_string(const rapidjson::Value& v) {
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> writer{buf};
+  v.Accept(writer);
+  return std::string{buf.GetString(), buf.GetSize()};
+}
+
+namespace {
+
+/// Length of the well-formed UTF-8 sequence starting at `s[i]`, or 0 if the
+/// bytes there are not one (overlong forms and surrogates included).
+size_t utf8_sequence_length(std::string_view s, size_t i) {
+  auto byte = [&](size_t k) {
+    return static_cast<uint8_t>(s[k]);
+  };
+  auto cont = [&](size_t k) {
+    return k < s.size() && (byte(k) & 0xC0) == 0x80;
+  };
+  uint8_t b = byte(i);
+  if (b < 0x80)
+    return 1;
+  if (b >= 0xC2 && b <= 0xDF)
+    return cont(i + 1) ? 2 : 0;
+  if (b >= 0xE0 && b <= 0xEF) {
+    if (!cont(i + 1) || !cont(i + 2))
+      return 0;
+    uint8_t b1 = byte(i + 1);
+    if ((b == 0xE0 && b1 < 0xA0) || (b == 0xED && b1 >= 0xA0))
+      return 0;
+    return 3;
+  }
+  if (b >= 0xF0 && b <= 0xF4) {
+    if (!cont(i + 1) || !cont(i + 2) || !cont(i + 3))
+      return 0;
+    uint8_t b1 = byte(i + 1);
+    if ((b == 0xF0 && b1 < 0x90) || (b == 0xF4 && b1 >= 0x90))
+      return 0;
+    return 4;
+  }
+  return 0;
+}
+
+} // namespace
+
+std::string quote(std::string_view s) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(s.size() + 2);
+  out += '"';
+  for (size_t i = 0; i < s.size();) {
+    auto c = static_cast<unsigned char>(s[i]);
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        ++i;
+        continue;
+      case '\\':
+        out += "\\\\";
+        ++i;
+        continue;
+      case '\b':
+        out += "\\b";
+        ++i;
+        continue;
+      case '\f':
+        out += "\\f";
+        ++i;
+        continue;
+      case '\n':
+        out += "\\n";
+        ++i;
+        continue;
+      case '\r':
+        out += "\\r";
+        ++i;
+        continue;
+      case '\t':
+        out += "\\t";
+        ++i;
+        continue;
+      default: break;
+    }
+    if (c < 0x20) {
+      out += "\\u00";
+      out += hex[c >> 4];
+      out += hex[c & 0xF];
+      ++i;
+      continue;
+    }
+    auto n = utf8_sequence_length(s, i);
+    if (n == 0) {
+      out += "\xEF\xBF\xBD"; // U+FFFD REPLACEMENT CHARACTER
+      ++i;
+      continue;
+    }
+    out.append(s.data() + i, n);
+    i += n;
+  }
+  out += '"';
+  return out;
+}
+
+} // namespace butlers::json

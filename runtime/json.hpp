@@ -1,0 +1,52 @@
+#pragma once
+
+// Every translation unit must see the same RapidJSON configuration, or the
+// templates differ between them; the build defines this project-wide.
+#if !defined(RAPIDJSON_HAS_STDSTRING) || !RAPIDJSON_HAS_STDSTRING
+#  error "compile with -DRAPIDJSON_HAS_STDSTRING=1 (target butlers_rapidjson)"
+#endif
+
+#include <cstddef>
+#include <optional>
+#include <rapidjson/document.h>
+#include <string>
+#include <string_view>
+
+namespace butlers::json {
+
+/// Limits applied before and during parsing, so that untrusted input cannot
+/// exhaust memory or stack.
+struct parse_limits {
+  /// Texts longer than this are rejected without being looked at.
+  size_t max_bytes = 1 << 20;
+  /// Arrays and objects nested deeper than this are rejected; no envelope
+  /// of ours comes close, and every recursive consumer stays bounded.
+  size_t max_depth = 64;
+};
+
+/// Why a text was not a JSON document.
+struct parse_error {
+  /// Human-readable reason, including the offset.
+  std::string message;
+  /// Byte offset into the text where the problem was found.
+  size_t offset = 0;
+};
+
+/// Parses `text` into `doc`: strict JSON, valid UTF-8, nothing after the
+/// root value. Size and nesting depth are checked before RapidJSON runs,
+/// and RapidJSON parses iteratively, so hostile input cannot overflow the
+/// stack. Returns `std::nullopt` on success; on failure `doc` is unspecified.
+std::optional<parse_error> parse(std::string_view text,
+                                 rapidjson::Document& doc,
+                                 const parse_limits& limits = {});
+
+/// Serializes a value compactly, for logs, storage and replies.
+std::string to_string(const rapidjson::Value& v);
+
+/// Escapes `s` as a JSON string literal including quotes, for building
+/// small documents by hand. Control characters become `\uXXXX` (or the short
+/// escapes), and invalid UTF-8 bytes become U+FFFD so the result always
+/// parses.
+std::string quote(std::string_view s);
+
+} // namespace butlers::json

@@ -1,0 +1,83 @@
+// butlers-node: the command-line entry point.
+//
+//   butlers-node run --config FILE       run a node until SIGINT/SIGTERM
+//   butlers-node check-config FILE       validate, print the effective config
+//   butlers-node migrate --config FILE   apply the embedded migrations
+//
+// Exit codes: see actors/node.hpp (and the README).
+
+#include "actors/node.hpp"
+#include "runtime/config.hpp"
+#include "runtime/log.hpp"
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+#include <spdlog/spdlog.h>
+
+namespace {
+
+/// Loads, overrides from the environment and validates; prints every error.
+std::optional<butlers::node_settings> load(const std::string& path) {
+  auto result = butlers::load_config(path);
+  auto errors = std::move(result.errors);
+  if (result.settings) {
+    auto env_errors = butlers::apply_env_overrides(*result.settings);
+    errors.insert(errors.end(), env_errors.begin(), env_errors.end());
+    auto cross = butlers::validate_settings(*result.settings);
+    errors.insert(errors.end(), cross.begin(), cross.end());
+  }
+  if (!errors.empty() || !result.settings) {
+    for (auto& e : errors)
+      std::cerr << "config error: " << e.to_string() << "\n";
+    std::cerr << path << ": " << errors.size()
+              << " error(s), the node does not start\n";
+    return std::nullopt;
+  }
+  return std::move(result.settings);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Butlers node: an actor runtime for LLM butler pipelines"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "butlers-node 0.1.0");
+  std::string config_path;
+  auto run = app.add_subcommand("run", "run a node until SIGINT or SIGTERM");
+  run->add_option("-c,--config", config_path, "node configuration (TOML)")
+    ->required();
+  auto check = app.add_subcommand("check-config",
+                                  "validate a configuration file and print "
+                                  "the effective configuration");
+  check->add_option("file", config_path, "node configuration (TOML)")
+    ->required();
+  auto migrate = app.add_subcommand("migrate",
+                                    "apply the embedded SQL migrations");
+  migrate->add_option("-c,--config", config_path, "node configuration (TOML)")
+    ->required();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    auto rc = app.exit(e);
+    return rc == 0 ? butlers::exit_ok : butlers::exit_config;
+  }
+  auto settings = load(config_path);
+  if (!settings)
+    return butlers::exit_config;
+  if (check->parsed()) {
+    std::cout << butlers::to_toml(*settings);
+    std::cerr << config_path << ": OK\n";
+    return butlers::exit_ok;
+  }
+  butlers::init_logging(settings->node.log_level, settings->node.name);
+  if (migrate->parsed())
+    return butlers::migrate_database(*settings);
+  butlers::block_shutdown_signals();
+  try {
+    return butlers::run_node(*settings);
+  } catch (const std::exception& e) {
+    spdlog::error("fatal: {}", e.what());
+    return butlers::exit_failure;
+  }
+}

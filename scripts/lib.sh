@@ -1,0 +1,89 @@
+# Shared by scripts/test.sh and scripts/run.sh: build and PostgreSQL helpers.
+# shellcheck shell=bash
+
+PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+log() { printf '%s: %s\n' "$(basename "$0")" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# build DIR [extra cmake args...]: configure (once) and build with -j2.
+build() {
+  local dir=$1
+  shift
+  if [ ! -f "$dir/CMakeCache.txt" ]; then
+    cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >&2
+  else
+    cmake "$dir" "$@" >/dev/null
+  fi
+  cmake --build "$dir" -j2 >&2
+}
+
+# free_port: prints a TCP port on 127.0.0.1 that nothing listens on.
+free_port() {
+  local port
+  for _ in $(seq 1 100); do
+    port=$((20000 + RANDOM % 20000))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+      echo "$port"
+      return 0
+    fi
+  done
+  die "no free port found"
+}
+
+# as_pg_user CMD...: runs CMD as the PostgreSQL owner. initdb refuses root,
+# so as root we use the 'postgres' system user the server package creates.
+as_pg_user() {
+  if [ "$(id -u)" -eq 0 ]; then
+    runuser -u postgres -- "$@"
+  else
+    "$@"
+  fi
+}
+
+# pg_start DIR PORT: initdb DIR/data (if new) and start a server listening on
+# a Unix socket in DIR and on 127.0.0.1:PORT. Exports BUTLERS_PG_* for tests.
+pg_start() {
+  local dir=$1 port=$2
+  mkdir -p "$dir"
+  if [ "$(id -u)" -eq 0 ]; then
+    chown postgres:postgres "$dir"
+    # Every parent must be traversable by the server's user.
+    local p=$dir
+    while [ "$p" != "/" ]; do
+      p=$(dirname "$p")
+      if ! runuser -u postgres -- test -x "$p"; then
+        die "PostgreSQL (user postgres) cannot reach $dir: $p is not traversable"
+      fi
+    done
+  fi
+  if [ ! -f "$dir/data/PG_VERSION" ]; then
+    as_pg_user "$PGBIN/initdb" -D "$dir/data" -U postgres --auth=trust \
+      -E UTF8 --no-locale >"$dir/initdb.log" 2>&1 ||
+      { cat "$dir/initdb.log" >&2; die "initdb failed"; }
+  fi
+  as_pg_user "$PGBIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+    -o "-k $dir -p $port -c listen_addresses=127.0.0.1 -c fsync=on \
+        -c synchronous_commit=on -c max_connections=200 \
+        -c shared_buffers=256MB" start >/dev/null ||
+    { tail -n 30 "$dir/server.log" >&2; die "PostgreSQL did not start"; }
+  export BUTLERS_PG_DIR=$dir BUTLERS_PG_PORT=$port BUTLERS_PG_BIN=$PGBIN
+}
+
+# pg_stop DIR: fast shutdown, quiet if it is not running.
+pg_stop() {
+  local dir=$1
+  if [ -f "$dir/data/postmaster.pid" ]; then
+    as_pg_user "$PGBIN/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1 || true
+  fi
+}
+
+# pg_createdb DIR PORT NAME: creates database NAME unless it exists.
+pg_createdb() {
+  local dir=$1 port=$2 name=$3
+  if ! "$PGBIN/psql" -h "$dir" -p "$port" -U postgres -tAc \
+      "SELECT 1 FROM pg_database WHERE datname = '$name'" | grep -q 1; then
+    "$PGBIN/psql" -h "$dir" -p "$port" -U postgres -qc "CREATE DATABASE \"$name\"" >/dev/null
+  fi
+}

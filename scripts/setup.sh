@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs every Debian package Butlers needs to build, test and run.
+# Idempotent: packages already present are not touched, and apt-get is
+# only called when something is missing. This is the only install step.
+set -euo pipefail
+
+packages=(
+  # toolchain
+  build-essential cmake pkg-config ccache clang-format
+  # libraries (Debian 12: CAF 0.17.6, libpqxx 6.4.5, RapidJSON 1.1)
+  libcaf-dev libssl-dev libpqxx-dev libpq-dev rapidjson-dev
+  librestinio-dev libasio-dev libhttp-parser-dev libfmt-dev
+  libtomlplusplus-dev libspdlog-dev libcli11-dev
+  libgtest-dev libgmock-dev googletest
+  # PostgreSQL 15 server and client tools (initdb, pg_ctl, psql, pgbench)
+  postgresql-15 postgresql-client-15 postgresql-contrib
+  # used by the scripts and integration tests
+  curl procps util-linux
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
+      grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  sudo="sudo"
+fi
+echo "setup: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,662 @@
+#include "runtime/config.hpp"
+
+#include <cstdio>
+#include <functional>
+#include <gtest/gtest.h>
+#include <map>
+#include <string>
+
+using namespace butlers;
+
+namespace {
+
+// The unit-test target may not define BUTLERS_SOURCE_DIR; CMake compiles
+// this file by its absolute path, so the repository root is derived from it.
+std::string source_dir() {
+#ifdef BUTLERS_SOURCE_DIR
+  return BUTLERS_SOURCE_DIR;
+#else
+  std::string self = __FILE__;
+  auto pos = self.rfind("/test/unit/");
+  return pos == std::string::npos ? std::string{"."} : self.substr(0, pos);
+#endif
+}
+
+std::string dump(const std::vector<config_error>& errors) {
+  std::string out;
+  for (auto& e : errors)
+    out += e.to_string() + "\n";
+  return out;
+}
+
+/// The error with `key`, or nullptr.
+const config_error* find(const std::vector<config_error>& errors,
+                         const std::string& key) {
+  for (auto& e : errors)
+    if (e.key == key)
+      return &e;
+  return nullptr;
+}
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+/// A getenv over a fixed map.
+std::function<const char*(const char*)> fake_env(
+  const std::map<std::string, std::string>& vars) {
+  return [vars](const char* name) -> const char* {
+    auto i = vars.find(name);
+    return i == vars.end() ? nullptr : i->second.c_str();
+  };
+}
+
+/// Every key set to something other than its default.
+constexpr const char* full_file = R"(
+[node]
+name = "node-7"
+drain_deadline_s = 42
+log_level = "debug"
+
+[database]
+url = "postgresql://bob@db.example:5432/butlers?sslmode=require"
+pool_size = 8
+writer_connections = 2
+max_batch = 512
+connect_timeout_s = 9
+retention_months = 6
+partitions_ahead = 3
+
+[http]
+enabled = false
+bind = "0.0.0.0"
+port = 9000
+token = "t0ken"
+max_body_bytes = 2048
+threads = 4
+max_connections = 99
+request_timeout_ms = 1234
+
+[switchboard]
+enabled = false
+max_in_flight = 10
+queue_capacity = 11
+workers = 12
+scanner_interval_s = 13
+scanner_grace_s = 14
+scanner_batch_size = 15
+lease_s = 16
+dedupe_window_s = 17
+router = "cli"
+
+[[butler]]
+name = "general"
+description = "the \"fallback\"\tone"
+keywords = []
+
+[[butler]]
+name = "coder"
+description = "writes code"
+keywords = ["code", "bug"]
+runtime = "cli"
+command = ["claude", "-p", "--output-format=json"]
+max_concurrent_sessions = 3
+max_pending = 0
+session_timeout_s = 77
+node = "node-8"
+
+[[connector]]
+name = "mail"
+type = "maildir"
+endpoint_identity = "me@example.org"
+path = "/var/mail/me"
+max_in_flight = 3
+enabled = false
+
+[cluster]
+enabled = true
+bind = "10.0.0.1"
+port = 9001
+peers = ["10.0.0.2:9001", "[fd00::3]:9001"]
+heartbeat_interval_ms = 250
+connection_timeout_ms = 2500
+tls_certificate = "/etc/node.pem"
+tls_key = "/etc/node.key"
+tls_cafile = "/etc/ca.pem"
+
+[scheduler]
+threads = 2
+policy = "sharing"
+max_throughput = 100
+)";
+
+} // namespace
+
+// -- defaults and round trips -------------------------------------------------
+
+TEST(config, empty_text_gives_defaults) {
+  auto res = parse_config("", "empty.toml");
+  ASSERT_TRUE(res.errors.empty()) << dump(res.errors);
+  ASSERT_TRUE(res.settings);
+  auto& s = *res.settings;
+  EXPECT_EQ(s, node_settings{});
+  EXPECT_EQ(s.path, "empty.toml");
+  EXPECT_EQ(s.node.name, "butlers-1");
+  EXPECT_EQ(s.node.drain_deadline_s, 10u);
+  EXPECT_EQ(s.node.log_level, "info");
+  EXPECT_EQ(s.database.url, "");
+  EXPECT_EQ(s.database.pool_size, 4u);
+  EXPECT_EQ(s.database.max_batch, 256u);
+  EXPECT_EQ(s.http.bind, "127.0.0.1");
+  EXPECT_EQ(s.http.port, 8470);
+  EXPECT_EQ(s.http.max_body_bytes, 1048576u);
+  EXPECT_EQ(s.switchboard.max_in_flight, 2048u);
+  EXPECT_EQ(s.switchboard.dedupe_window_s, 300u);
+  EXPECT_EQ(s.switchboard.router, "rules");
+  EXPECT_TRUE(s.butlers.empty());
+  EXPECT_TRUE(s.connectors.empty());
+  EXPECT_FALSE(s.cluster.enabled);
+  EXPECT_EQ(s.cluster.port, 8471);
+  EXPECT_EQ(s.scheduler.policy, "stealing");
+  EXPECT_TRUE(validate_settings(s).empty());
+}
+
+TEST(config, full_file_reads_every_key) {
+  auto res = parse_config(full_file, "full.toml");
+  ASSERT_TRUE(res.errors.empty()) << dump(res.errors);
+  auto& s = *res.settings;
+  EXPECT_EQ(s.node.name, "node-7");
+  EXPECT_EQ(s.node.drain_deadline_s, 42u);
+  EXPECT_EQ(s.node.log_level, "debug");
+  EXPECT_EQ(s.database.pool_size, 8u);
+  EXPECT_EQ(s.database.writer_connections, 2u);
+  EXPECT_EQ(s.database.max_batch, 512u);
+  EXPECT_EQ(s.database.connect_timeout_s, 9u);
+  EXPECT_EQ(s.database.retention_months, 6u);
+  EXPECT_EQ(s.database.partitions_ahead, 3u);
+  EXPECT_FALSE(s.http.enabled);
+  EXPECT_EQ(s.http.bind, "0.0.0.0");
+  EXPECT_EQ(s.http.port, 9000);
+  EXPECT_EQ(s.http.token, "t0ken");
+  EXPECT_EQ(s.http.max_body_bytes, 2048u);
+  EXPECT_EQ(s.http.threads, 4u);
+  EXPECT_EQ(s.http.max_connections, 99u);
+  EXPECT_EQ(s.http.request_timeout_ms, 1234u);
+  EXPECT_FALSE(s.switchboard.enabled);
+  EXPECT_EQ(s.switchboard.max_in_flight, 10u);
+  EXPECT_EQ(s.switchboard.queue_capacity, 11u);
+  EXPECT_EQ(s.switchboard.workers, 12u);
+  EXPECT_EQ(s.switchboard.scanner_interval_s, 13u);
+  EXPECT_EQ(s.switchboard.scanner_grace_s, 14u);
+  EXPECT_EQ(s.switchboard.scanner_batch_size, 15u);
+  EXPECT_EQ(s.switchboard.lease_s, 16u);
+  EXPECT_EQ(s.switchboard.dedupe_window_s, 17u);
+  EXPECT_EQ(s.switchboard.router, "cli");
+  ASSERT_EQ(s.butlers.size(), 2u);
+  EXPECT_EQ(s.butlers[0].name, "general");
+  EXPECT_EQ(s.butlers[0].description, "the \"fallback\"\tone");
+  EXPECT_EQ(s.butlers[0].runtime, "scripted");
+  EXPECT_EQ(s.butlers[1].name, "coder");
+  EXPECT_EQ(s.butlers[1].keywords, (std::vector<std::string>{"code", "bug"}));
+  EXPECT_EQ(s.butlers[1].runtime, "cli");
+  EXPECT_EQ(s.butlers[1].command.size(), 3u);
+  EXPECT_EQ(s.butlers[1].max_concurrent_sessions, 3u);
+  EXPECT_EQ(s.butlers[1].max_pending, 0u);
+  EXPECT_EQ(s.butlers[1].session_timeout_s, 77u);
+  EXPECT_EQ(s.butlers[1].node, "node-8");
+  ASSERT_EQ(s.connectors.size(), 1u);
+  EXPECT_EQ(s.connectors[0].name, "mail");
+  EXPECT_EQ(s.connectors[0].type, "maildir");
+  EXPECT_EQ(s.connectors[0].endpoint_identity, "me@example.org");
+  EXPECT_EQ(s.connectors[0].path, "/var/mail/me");
+  EXPECT_EQ(s.connectors[0].max_in_flight, 3u);
+  EXPECT_FALSE(s.connectors[0].enabled);
+  EXPECT_TRUE(s.cluster.enabled);
+  EXPECT_EQ(s.cluster.bind, "10.0.0.1");
+  EXPECT_EQ(s.cluster.port, 9001);
+  EXPECT_EQ(s.cluster.peers.size(), 2u);
+  EXPECT_EQ(s.cluster.heartbeat_interval_ms, 250u);
+  EXPECT_EQ(s.cluster.connection_timeout_ms, 2500u);
+  EXPECT_EQ(s.cluster.tls_certificate, "/etc/node.pem");
+  EXPECT_EQ(s.cluster.tls_key, "/etc/node.key");
+  EXPECT_EQ(s.cluster.tls_cafile, "/etc/ca.pem");
+  EXPECT_EQ(s.scheduler.threads, 2u);
+  EXPECT_EQ(s.scheduler.policy, "sharing");
+  EXPECT_EQ(s.scheduler.max_throughput, 100u);
+  EXPECT_TRUE(validate_settings(s).empty()) << dump(validate_settings(s));
+  // Positions are recorded by dotted key.
+  EXPECT_EQ(s.positions.at("node.name").line, 3);
+  EXPECT_EQ(s.positions.at("butler[1].name").line, 44);
+}
+
+TEST(config, to_toml_parses_back_to_equal_settings) {
+  auto res = parse_config(full_file, "full.toml");
+  ASSERT_TRUE(res.settings) << dump(res.errors);
+  auto s = *res.settings;
+  s.http.token.clear(); // the only secret of full_file
+  auto text = to_toml(s);
+  auto back = parse_config(text, "out.toml");
+  ASSERT_TRUE(back.settings) << dump(back.errors) << text;
+  EXPECT_EQ(*back.settings, s) << text;
+  // And the defaults, too.
+  auto defaults = parse_config(to_toml(node_settings{}), "defaults.toml");
+  ASSERT_TRUE(defaults.settings) << dump(defaults.errors);
+  EXPECT_EQ(*defaults.settings, node_settings{});
+}
+
+TEST(config, to_toml_redacts_secrets) {
+  node_settings s;
+  s.http.token = "sup3rsecret";
+  s.database.url = "postgresql://bob:hunter2@db:5432/butlers?password=hunter3"
+                   "&sslmode=require";
+  auto text = to_toml(s);
+  EXPECT_FALSE(contains(text, "sup3rsecret")) << text;
+  EXPECT_FALSE(contains(text, "hunter2")) << text;
+  EXPECT_FALSE(contains(text, "hunter3")) << text;
+  auto back = parse_config(text, "out.toml");
+  ASSERT_TRUE(back.settings) << dump(back.errors) << text;
+  EXPECT_EQ(back.settings->http.token, "***");
+  EXPECT_EQ(back.settings->database.url,
+            "postgresql://bob:***@db:5432/butlers?password=***"
+            "&sslmode=require");
+  // Everything but the redacted fields is equal.
+  auto expected = s;
+  expected.http.token = "***";
+  expected.database.url = back.settings->database.url;
+  EXPECT_EQ(*back.settings, expected);
+}
+
+TEST(config, redacts_key_value_database_urls) {
+  EXPECT_EQ(redact_database_url("host=db password=hunter2 dbname=b"),
+            "host=db password=*** dbname=b");
+  EXPECT_EQ(redact_database_url("host=db password = 'a \\' b' dbname=b"),
+            "host=db password=*** dbname=b");
+  EXPECT_EQ(redact_database_url("postgresql://bob@db/butlers"),
+            "postgresql://bob@db/butlers");
+  EXPECT_EQ(redact_database_url("postgres://u:p@h"), "postgres://u:***@h");
+  EXPECT_EQ(redact_database_url("postgresql:///butlers?host=/tmp/pg"),
+            "postgresql:///butlers?host=/tmp/pg");
+  EXPECT_EQ(redact_database_url(""), "");
+}
+
+// -- one error of each kind
+// ----------------------------------------------------
+
+TEST(config, unknown_key_names_line_key_and_hint) {
+  auto res = parse_config("[http]\nport = 1\nprot = 1\n", "node.toml");
+  EXPECT_FALSE(res.settings);
+  ASSERT_EQ(res.errors.size(), 1u) << dump(res.errors);
+  auto& e = res.errors[0];
+  EXPECT_EQ(e.file, "node.toml");
+  EXPECT_EQ(e.line, 3);
+  EXPECT_EQ(e.column, 1);
+  EXPECT_EQ(e.key, "http.prot");
+  EXPECT_TRUE(contains(e.message, "unknown key")) << e.message;
+  EXPECT_TRUE(contains(e.message, "did you mean 'port'?")) << e.message;
+  EXPECT_EQ(e.to_string(),
+            "node.toml:3:1: http.prot: unknown key; did you mean 'port'?");
+}
+
+TEST(config, unknown_key_far_from_everything_has_no_hint) {
+  auto res = parse_config("[http]\nzzzzzz = 1\n", "node.toml");
+  ASSERT_EQ(res.errors.size(), 1u) << dump(res.errors);
+  EXPECT_EQ(res.errors[0].key, "http.zzzzzz");
+  EXPECT_FALSE(contains(res.errors[0].message, "did you mean"));
+}
+
+TEST(config, unknown_table) {
+  auto res = parse_config("[node]\nname = \"a\"\n\n[htp]\nport = 1\n",
+                          "node.toml");
+  ASSERT_EQ(res.errors.size(), 1u) << dump(res.errors);
+  auto& e = res.errors[0];
+  EXPECT_EQ(e.line, 4);
+  EXPECT_EQ(e.key, "htp");
+  EXPECT_TRUE(contains(e.message, "unknown table")) << e.message;
+  EXPECT_TRUE(contains(e.message, "did you mean 'http'?")) << e.message;
+}
+
+TEST(config, unknown_array_of_tables) {
+  auto res = parse_config("[[butlers]]\nname = \"a\"\n", "node.toml");
+  ASSERT_EQ(res.errors.size(), 1u) << dump(res.errors);
+  EXPECT_EQ(res.errors[0].key, "butlers");
+  EXPECT_EQ(res.errors[0].line, 1);
+  EXPECT_EQ(res.errors[0].message, "unknown table; did you mean 'butler'?");
+}
+
+TEST(config, unknown_nested_table) {
+  auto res = parse_config("[http]\n[http.tls]\ncert = 1\n", "node.toml");
+  ASSERT_EQ(res.errors.size(), 1u) << dump(res.errors);
+  EXPECT_EQ(res.errors[0].key, "http.tls");
+  EXPECT_EQ(res.errors[0].line, 2);
+}
+
+TEST(config, wrong_type_names_expected_type) {
+  auto res = parse_config("[http]\n\nport = \"8470\"\n", "node.toml");
+  ASSERT_EQ(res.errors.size(), 1u) << dump(res.errors);
+  auto& e = res.errors[0];
+  EXPECT_EQ(e.line, 3);
+  EXPECT_EQ(e.key, "http.port");
+  EXPECT_EQ(e.message, "expected integer, got string");
+  EXPECT_TRUE(
+    contains(e.to_string(), "http.port: expected integer, got string"));
+}
+
+TEST(config, wrong_types_of_other_kinds) {
+  auto res = parse_config(R"(http = 5
+[switchboard]
+enabled = "yes"
+[[butler]]
+name = "a"
+keywords = "x"
+[[butler]]
+name = "b"
+keywords = ["x", 2]
+)",
+                          "node.toml");
+  EXPECT_EQ(res.errors.size(), 4u) << dump(res.errors);
+  ASSERT_TRUE(find(res.errors, "http"));
+  EXPECT_EQ(find(res.errors, "http")->message, "expected table, got integer");
+  ASSERT_TRUE(find(res.errors, "switchboard.enabled"));
+  EXPECT_EQ(find(res.errors, "switchboard.enabled")->message,
+            "expected boolean, got string");
+  ASSERT_TRUE(find(res.errors, "butler[0].keywords"));
+  EXPECT_EQ(find(res.errors, "butler[0].keywords")->message,
+            "expected array of strings, got string");
+  ASSERT_TRUE(find(res.errors, "butler[1].keywords[1]"));
+  EXPECT_EQ(find(res.errors, "butler[1].keywords[1]")->line, 9);
+}
+
+TEST(config, butler_must_be_an_array_of_tables) {
+  auto res = parse_config("[butler]\nname = \"a\"\n", "node.toml");
+  ASSERT_EQ(res.errors.size(), 1u) << dump(res.errors);
+  EXPECT_EQ(res.errors[0].key, "butler");
+  EXPECT_TRUE(contains(res.errors[0].message, "[[butler]]"));
+}
+
+TEST(config, out_of_range_names_the_range) {
+  auto res = parse_config("[http]\nport = 70000\n[database]\npool_size = 0\n",
+                          "node.toml");
+  ASSERT_EQ(res.errors.size(), 2u) << dump(res.errors);
+  EXPECT_EQ(res.errors[0].key, "http.port");
+  EXPECT_EQ(res.errors[0].line, 2);
+  EXPECT_EQ(res.errors[0].message, "must be in 0..65535, got 70000");
+  EXPECT_EQ(res.errors[1].key, "database.pool_size");
+  EXPECT_EQ(res.errors[1].line, 4);
+  EXPECT_EQ(res.errors[1].message, "must be in 1..64, got 0");
+}
+
+TEST(config, bad_enumeration_lists_choices) {
+  auto res = parse_config("[node]\nlog_level = \"wran\"\n", "node.toml");
+  ASSERT_EQ(res.errors.size(), 1u) << dump(res.errors);
+  EXPECT_EQ(res.errors[0].key, "node.log_level");
+  EXPECT_TRUE(
+    contains(res.errors[0].message, "trace, debug, info, warn, error"));
+  EXPECT_TRUE(contains(res.errors[0].message, "did you mean 'warn'?"));
+}
+
+TEST(config, syntax_error_names_line) {
+  auto res = parse_config("[http]\nport = 1\nbind = \n", "node.toml");
+  EXPECT_FALSE(res.settings);
+  ASSERT_EQ(res.errors.size(), 1u) << dump(res.errors);
+  EXPECT_EQ(res.errors[0].file, "node.toml");
+  EXPECT_EQ(res.errors[0].line, 3);
+  EXPECT_GT(res.errors[0].column, 0);
+  EXPECT_EQ(res.errors[0].key, "");
+  EXPECT_TRUE(contains(res.errors[0].to_string(), "node.toml:3:"));
+}
+
+TEST(config, unknown_key_inside_butler) {
+  auto res = parse_config(R"([[butler]]
+name = "general"
+
+[[butler]]
+name = "health"
+xyz = 1
+max_concurent_sessions = 2
+)",
+                          "node.toml");
+  ASSERT_EQ(res.errors.size(), 2u) << dump(res.errors);
+  EXPECT_EQ(res.errors[0].key, "butler[1].xyz");
+  EXPECT_EQ(res.errors[0].line, 6);
+  EXPECT_EQ(res.errors[1].key, "butler[1].max_concurent_sessions");
+  EXPECT_EQ(res.errors[1].line, 7);
+  EXPECT_TRUE(
+    contains(res.errors[1].message, "did you mean 'max_concurrent_sessions'?"));
+}
+
+TEST(config, butler_name_is_required_and_checked) {
+  auto res = parse_config(R"([[butler]]
+description = "nameless"
+[[butler]]
+name = "Health Butler"
+[[connector]]
+name = "api"
+)",
+                          "node.toml");
+  ASSERT_EQ(res.errors.size(), 3u) << dump(res.errors);
+  EXPECT_EQ(res.errors[0].key, "butler[0].name");
+  EXPECT_EQ(res.errors[0].line, 1);
+  EXPECT_EQ(res.errors[0].message, "missing required key");
+  EXPECT_EQ(res.errors[1].key, "butler[1].name");
+  EXPECT_EQ(res.errors[1].line, 4);
+  EXPECT_EQ(res.errors[2].key, "connector[0].type");
+  EXPECT_EQ(res.errors[2].message, "missing required key");
+}
+
+TEST(config, bad_peer_address) {
+  auto res = parse_config("[cluster]\npeers = [\"a:1\", \"nohost\", \"b:0\"]\n",
+                          "node.toml");
+  ASSERT_EQ(res.errors.size(), 2u) << dump(res.errors);
+  EXPECT_EQ(res.errors[0].key, "cluster.peers[1]");
+  EXPECT_EQ(res.errors[1].key, "cluster.peers[2]");
+}
+
+TEST(config, several_errors_at_once) {
+  auto res = parse_config(R"([node]
+log_level = 3
+
+[http]
+prot = 1
+threads = 0
+
+[[butler]]
+name = "a"
+runtime = "ssh"
+
+[bogus]
+)",
+                          "node.toml");
+  EXPECT_FALSE(res.settings);
+  ASSERT_EQ(res.errors.size(), 5u) << dump(res.errors);
+  // Sorted by position.
+  EXPECT_EQ(res.errors[0].key, "node.log_level");
+  EXPECT_EQ(res.errors[0].line, 2);
+  EXPECT_EQ(res.errors[1].key, "http.prot");
+  EXPECT_EQ(res.errors[1].line, 5);
+  EXPECT_EQ(res.errors[2].key, "http.threads");
+  EXPECT_EQ(res.errors[2].line, 6);
+  EXPECT_EQ(res.errors[3].key, "butler[0].runtime");
+  EXPECT_EQ(res.errors[3].line, 10);
+  EXPECT_EQ(res.errors[4].key, "bogus");
+  EXPECT_EQ(res.errors[4].line, 12);
+}
+
+// -- cross-field checks ------------------------------------------------------
+
+TEST(config, duplicate_butler_name) {
+  auto res = parse_config(R"([[butler]]
+name = "general"
+
+[[butler]]
+name = "health"
+
+[[butler]]
+name = "general"
+)",
+                          "node.toml");
+  ASSERT_TRUE(res.settings) << dump(res.errors);
+  auto errors = validate_settings(*res.settings);
+  ASSERT_EQ(errors.size(), 1u) << dump(errors);
+  EXPECT_EQ(errors[0].file, "node.toml");
+  EXPECT_EQ(errors[0].key, "butler[2].name");
+  EXPECT_EQ(errors[0].line, 8);
+  EXPECT_TRUE(contains(errors[0].message, "duplicate butler name 'general'"));
+  EXPECT_TRUE(contains(errors[0].message, "butler[0], line 2"));
+}
+
+TEST(config, non_loopback_bind_requires_token) {
+  auto res = parse_config("[http]\nport = 1\nbind = \"0.0.0.0\"\n",
+                          "node.toml");
+  ASSERT_TRUE(res.settings) << dump(res.errors);
+  auto errors = validate_settings(*res.settings);
+  ASSERT_EQ(errors.size(), 1u) << dump(errors);
+  EXPECT_EQ(errors[0].key, "http.bind");
+  EXPECT_EQ(errors[0].line, 3);
+  EXPECT_EQ(errors[0].message,
+            "binding a non-loopback address requires http.token");
+  // A token from the environment makes it valid.
+  auto s = *res.settings;
+  EXPECT_TRUE(
+    apply_env_overrides(s, fake_env({{"BUTLERS_HTTP_TOKEN", "x"}})).empty());
+  EXPECT_TRUE(validate_settings(s).empty());
+}
+
+TEST(config, loopback_addresses) {
+  EXPECT_TRUE(is_loopback("127.0.0.1"));
+  EXPECT_TRUE(is_loopback("127.1.2.3"));
+  EXPECT_TRUE(is_loopback("::1"));
+  EXPECT_TRUE(is_loopback("[::1]"));
+  EXPECT_TRUE(is_loopback("localhost"));
+  EXPECT_FALSE(is_loopback("0.0.0.0"));
+  EXPECT_FALSE(is_loopback("128.0.0.1"));
+  EXPECT_FALSE(is_loopback("127.0.0"));
+  EXPECT_FALSE(is_loopback("127.0.0.1.5"));
+  EXPECT_FALSE(is_loopback("127.0.0.256"));
+  EXPECT_FALSE(is_loopback("::"));
+  EXPECT_FALSE(is_loopback("example.org"));
+  EXPECT_FALSE(is_loopback(""));
+}
+
+TEST(config, other_cross_field_checks) {
+  auto res = parse_config(R"([[butler]]
+name = "coder"
+runtime = "cli"
+[[butler]]
+name = "far"
+node = "elsewhere"
+[[connector]]
+name = "box"
+type = "maildir"
+[[connector]]
+name = "box"
+type = "jsonl"
+path = "/tmp/x.jsonl"
+[cluster]
+tls_key = "/k"
+)",
+                          "node.toml");
+  ASSERT_TRUE(res.settings) << dump(res.errors);
+  auto errors = validate_settings(*res.settings);
+  EXPECT_EQ(errors.size(), 5u) << dump(errors);
+  ASSERT_TRUE(find(errors, "butler[0].command"));
+  EXPECT_EQ(find(errors, "butler[0].command")->line, 3);
+  ASSERT_TRUE(find(errors, "butler[1].node"));
+  ASSERT_TRUE(find(errors, "connector[0].path"));
+  ASSERT_TRUE(find(errors, "connector[1].name"));
+  ASSERT_TRUE(find(errors, "cluster.tls_key"));
+  EXPECT_EQ(find(errors, "cluster.tls_key")->line, 15);
+  EXPECT_EQ(find(errors, "cluster.tls_key")->message,
+            "requires cluster.tls_certificate");
+}
+
+// -- environment
+// ---------------------------------------------------------------
+
+TEST(config, env_overrides_apply) {
+  node_settings s;
+  s.positions["http.port"] = {3, 1};
+  auto errors = apply_env_overrides(s,
+                                    fake_env({{"BUTLERS_DATABASE_URL",
+                                               "postgresql:///b?host=/tmp"},
+                                              {"BUTLERS_HTTP_TOKEN", "tok"},
+                                              {"BUTLERS_HTTP_PORT", "9123"}}));
+  EXPECT_TRUE(errors.empty()) << dump(errors);
+  EXPECT_EQ(s.database.url, "postgresql:///b?host=/tmp");
+  EXPECT_EQ(s.http.token, "tok");
+  EXPECT_EQ(s.http.port, 9123);
+  EXPECT_EQ(s.positions.count("http.port"), 0u);
+}
+
+TEST(config, env_overrides_absent_or_empty_change_nothing) {
+  node_settings s;
+  auto errors = apply_env_overrides(s, fake_env({{"BUTLERS_HTTP_TOKEN", ""}}));
+  EXPECT_TRUE(errors.empty());
+  EXPECT_EQ(s, node_settings{});
+}
+
+TEST(config, env_override_invalid_port) {
+  for (auto bad : {"abc", "70000", "-1", "80x", "123456"}) {
+    node_settings s;
+    auto errors = apply_env_overrides(s,
+                                      fake_env({{"BUTLERS_HTTP_PORT", bad}}));
+    ASSERT_EQ(errors.size(), 1u) << bad;
+    EXPECT_EQ(errors[0].key, "env:BUTLERS_HTTP_PORT");
+    EXPECT_TRUE(contains(errors[0].message, "0..65535")) << errors[0].message;
+    EXPECT_TRUE(contains(errors[0].message, bad)) << errors[0].message;
+    EXPECT_EQ(s.http.port, 8470) << bad;
+  }
+}
+
+// -- files -------------------------------------------------------------------
+
+TEST(config, missing_file_is_one_error) {
+  auto res = load_config("/nonexistent/dir/node.toml");
+  EXPECT_FALSE(res.settings);
+  ASSERT_EQ(res.errors.size(), 1u);
+  EXPECT_EQ(res.errors[0].file, "/nonexistent/dir/node.toml");
+  EXPECT_TRUE(contains(res.errors[0].to_string(),
+                       "/nonexistent/dir/node.toml: cannot read file"))
+    << res.errors[0].to_string();
+}
+
+TEST(config, load_config_reads_a_file) {
+  auto path = testing::TempDir() + "butlers_config_test.toml";
+  {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    std::fputs("[http]\nport = 0\n[htpp]\n", f);
+    std::fclose(f);
+  }
+  auto res = load_config(path);
+  std::remove(path.c_str());
+  ASSERT_EQ(res.errors.size(), 1u) << dump(res.errors);
+  EXPECT_EQ(res.errors[0].file, path);
+  EXPECT_EQ(res.errors[0].line, 3);
+  EXPECT_EQ(res.errors[0].key, "htpp");
+}
+
+TEST(config, shipped_node_toml_is_valid) {
+  auto path = source_dir() + "/config/node.toml";
+  auto res = load_config(path);
+  ASSERT_TRUE(res.errors.empty()) << dump(res.errors);
+  ASSERT_TRUE(res.settings);
+  auto& s = *res.settings;
+  EXPECT_EQ(s.path, path);
+  EXPECT_TRUE(validate_settings(s).empty()) << dump(validate_settings(s));
+  EXPECT_EQ(s.http.bind, "127.0.0.1");
+  EXPECT_EQ(s.http.port, 8470);
+  EXPECT_EQ(s.database.url, "");
+  ASSERT_EQ(s.butlers.size(), 2u);
+  EXPECT_EQ(s.butlers[0].name, "general");
+  EXPECT_TRUE(s.butlers[0].keywords.empty());
+  EXPECT_EQ(s.butlers[1].name, "health");
+  EXPECT_FALSE(s.butlers[1].keywords.empty());
+  ASSERT_EQ(s.connectors.size(), 1u);
+  EXPECT_EQ(s.connectors[0].name, "api");
+  EXPECT_EQ(s.connectors[0].type, "http");
+  // The shipped file states the defaults.
+  auto defaults = s;
+  defaults.butlers.clear();
+  defaults.connectors.clear();
+  EXPECT_EQ(defaults, node_settings{});
+}
