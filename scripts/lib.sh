@@ -8,6 +8,7 @@ log() { printf '%s: %s\n' "$(basename "$0")" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 # build DIR [extra cmake args...]: configure (once) and build with -j2.
+# BUILD_TARGET limits the build to one target (run.sh: just the node).
 build() {
   local dir=$1
   shift
@@ -16,7 +17,11 @@ build() {
   else
     cmake "$dir" "$@" >/dev/null
   fi
-  cmake --build "$dir" -j2 >&2
+  if [ -n "${BUILD_TARGET:-}" ]; then
+    cmake --build "$dir" -j2 --target "$BUILD_TARGET" >&2
+  else
+    cmake --build "$dir" -j2 >&2
+  fi
 }
 
 # free_port: prints a TCP port on 127.0.0.1 that nothing listens on.

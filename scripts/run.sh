@@ -10,7 +10,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 config=${1:-$ROOT/config/node.toml}
 "$ROOT/scripts/setup.sh"
-build "$ROOT/build"
+BUILD_TARGET=butlers-node build "$ROOT/build"
 
 pgdir="$ROOT/.data/pg"
 port=${BUTLERS_PG_PORT:-5433}
