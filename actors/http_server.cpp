@@ -1,14 +1,18 @@
 #include "actors/http_server.hpp"
 
-#include "runtime/json.hpp"
-
-#include <caf/actor_system.hpp>
 #include <condition_variable>
 #include <mutex>
-#include <restinio/all.hpp>
-#include <spdlog/spdlog.h>
 #include <thread>
 #include <vector>
+
+#include <caf/actor_cast.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+#include <restinio/all.hpp>
+#include <spdlog/spdlog.h>
+
+#include "runtime/ingest.hpp"
+#include "runtime/json.hpp"
 
 namespace butlers {
 
@@ -19,11 +23,41 @@ using request_handle = restinio::request_handle_t;
 
 constexpr const char* json_type = "application/json";
 
-/// Renders the error body every failing endpoint answers with.
-std::string error_body(butlers_errc code, const std::string& message) {
+/// Renders the error body every failing endpoint answers with; `details`
+/// is a JSON array.
+std::string error_body(butlers_errc code, const std::string& message,
+                       const std::string& details = "[]") {
   return R"({"error":{"class":)" + json::quote(to_string(error_class(code)))
          + R"(,"code":)" + json::quote(to_string(code)) + R"(,"message":)"
-         + json::quote(message) + R"(,"details":[]}})";
+         + json::quote(message) + R"(,"details":)" + details + "}}";
+}
+
+std::string violations_json(const std::vector<violation>& xs) {
+  std::string out = "[";
+  for (auto& x : xs) {
+    if (out.size() > 1)
+      out += ',';
+    out += R"({"pointer":)" + json::quote(x.pointer) + R"(,"keyword":)"
+           + json::quote(x.keyword) + R"(,"message":)" + json::quote(x.message)
+           + "}";
+  }
+  return out + "]";
+}
+
+int64_t now_us() {
+  using namespace std::chrono;
+  return duration_cast<microseconds>(system_clock::now().time_since_epoch())
+    .count();
+}
+
+bool is_json_media_type(std::string_view value) {
+  auto type = value.substr(0, value.find(';'));
+  while (!type.empty() && type.back() == ' ')
+    type.remove_suffix(1);
+  std::string lower;
+  for (char c : type)
+    lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower == "application/json";
 }
 
 const char* reason_phrase(int status) {
@@ -53,7 +87,7 @@ restinio::http_status_line_t status_line(int status) {
 
 } // namespace
 
-struct http_server::impl {
+struct http_server::impl : std::enable_shared_from_this<impl> {
   caf::actor_system& sys;
   node_settings settings;
   node_context_ptr ctx;
@@ -73,6 +107,7 @@ struct http_server::impl {
   // -----------------------------------------------------------------
   counter& requests_total;
   counter& unauthorized_total;
+  histogram& accept_latency;
 
   impl(caf::actor_system& sys, const node_settings& settings,
        node_context_ptr ctx, supervisor_actor sup)
@@ -83,13 +118,17 @@ struct http_server::impl {
       unauthorized_total(
         this->ctx->metrics.get_counter("butlers_http_unauthorized_total",
                                        "HTTP requests rejected for a missing "
-                                       "or wrong bearer token")) {
+                                       "or wrong bearer token")),
+      accept_latency(
+        this->ctx->metrics
+          .get_histogram("butlers_switchboard_ingress_accept_latency_ms",
+                         "From receiving an ingest request to answering it")) {
     if (!settings.http.token.empty())
       expected_auth = "Bearer " + settings.http.token;
   }
 
   void respond(const request_handle& req, restinio::http_status_line_t status,
-               std::string body, const char* type = json_type) {
+               std::string body, const char* type = json_type) const {
     req->create_response(status)
       .append_header(restinio::http_field::content_type, type)
       .append_header(restinio::http_field::cache_control, "no-store")
@@ -98,7 +137,8 @@ struct http_server::impl {
   }
 
   void respond_error(const request_handle& req, butlers_errc code,
-                     const std::string& message) {
+                     const std::string& message,
+                     const std::string& details = "[]") {
     auto status = http_status(code);
     auto resp = req->create_response(status_line(status));
     resp.append_header(restinio::http_field::content_type, json_type);
@@ -107,7 +147,7 @@ struct http_server::impl {
     if (status == 401)
       resp.append_header(restinio::http_field::www_authenticate,
                          "Bearer realm=\"butlers\"");
-    resp.set_body(error_body(code, message)).done();
+    resp.set_body(error_body(code, message, details)).done();
   }
 
   bool authorized(const request_handle& req) {
@@ -143,6 +183,13 @@ struct http_server::impl {
                     "missing or wrong bearer token");
       return restinio::request_accepted();
     }
+    if (path == "/v1/ingest") {
+      if (method != restinio::http_method_post())
+        respond_error(req, butlers_errc::not_found, "use POST for /v1/ingest");
+      else
+        ingest(req);
+      return restinio::request_accepted();
+    }
     if (path == "/metrics" && is_get) {
       respond(req, restinio::status_ok(), ctx->metrics.render(),
               "text/plain; version=0.0.4");
@@ -152,6 +199,105 @@ struct http_server::impl {
                   "no route for " + std::string{method.c_str()} + " "
                     + std::string{path});
     return restinio::request_accepted();
+  }
+
+  /// POST /v1/ingest: validate here, on the HTTP thread, then hand the
+  /// record to the switchboard through a short-lived bridge actor whose
+  /// reply completes the response; no thread waits for the commit.
+  void ingest(const request_handle& req) {
+    auto started = std::chrono::steady_clock::now();
+    if (ctx->status.draining) {
+      respond_error(req, butlers_errc::draining, "the node is shutting down");
+      return;
+    }
+    auto type = req->header().opt_value_of(restinio::http_field::content_type);
+    if (!type || !is_json_media_type(*type)) {
+      respond_error(req, butlers_errc::unsupported_media_type,
+                    "Content-Type must be application/json");
+      return;
+    }
+    auto& body = req->body();
+    if (body.size() > settings.http.max_body_bytes) {
+      respond_error(req, butlers_errc::payload_too_large,
+                    "body of " + std::to_string(body.size())
+                      + " bytes exceeds http.max_body_bytes ("
+                      + std::to_string(settings.http.max_body_bytes) + ")");
+      return;
+    }
+    auto sb = caf::actor_cast<switchboard_actor>(ctx->switchboard());
+    if (!sb) {
+      respond_error(req,
+                    ctx->status.database_configured
+                      ? butlers_errc::database_unavailable
+                      : butlers_errc::target_unavailable,
+                    ctx->status.database_configured
+                      ? "the switchboard is restarting"
+                      : "no database is configured on this node");
+      return;
+    }
+    auto parsed = parse_ingest(body, settings.http.max_body_bytes,
+                               settings.switchboard.dedupe_window_s, now_us());
+    if (!parsed.parse_error.empty()) {
+      respond_error(req, butlers_errc::validation_error,
+                    "body is not valid JSON: " + parsed.parse_error);
+      return;
+    }
+    if (!parsed.record) {
+      respond_error(req, butlers_errc::validation_error,
+                    std::to_string(parsed.violations.size())
+                      + " schema violation(s) against ingest.v1",
+                    violations_json(parsed.violations));
+      return;
+    }
+    enter();
+    auto timeout = std::chrono::milliseconds{settings.http.request_timeout_ms};
+    auto self_ptr = shared_from_this();
+    sys.spawn([self_ptr, req, sb, timeout, started,
+               rec = std::move(*parsed.record)](
+                caf::event_based_actor* bridge) mutable {
+      bridge->request(sb, timeout, ingest_atom_v, std::move(rec))
+        .then(
+          [self_ptr, req, started](const append_result& res) {
+            std::string reply = R"({"request_id":)"
+                                + json::quote(res.request_id) + R"(,"status":)"
+                                + (res.duplicate ? R"("deduped")"
+                                                 : R"("accepted")")
+                                + R"(,"duplicate":)"
+                                + (res.duplicate ? "true" : "false") + "}";
+            self_ptr->respond(req, status_line(202), std::move(reply));
+            self_ptr->observe(started);
+            self_ptr->leave();
+          },
+          [self_ptr, req, started](const caf::error& err) {
+            auto code = code_of(err);
+            auto msg = message_of(err);
+            if (code == butlers_errc::timeout)
+              msg = "no answer within http.request_timeout_ms; the request "
+                    "may or may not be stored, retry with the same key";
+            if (msg.empty())
+              msg = to_string(code);
+            self_ptr->respond_error(req, code, msg);
+            self_ptr->observe(started);
+            self_ptr->leave();
+          });
+    });
+  }
+
+  void observe(std::chrono::steady_clock::time_point started) {
+    using ms = std::chrono::duration<double, std::milli>;
+    accept_latency.observe(
+      ms{std::chrono::steady_clock::now() - started}.count());
+  }
+
+  void enter() {
+    std::lock_guard<std::mutex> guard{mtx};
+    ++in_flight;
+  }
+
+  void leave() {
+    std::lock_guard<std::mutex> guard{mtx};
+    if (--in_flight == 0)
+      idle_cv.notify_all();
   }
 
   void readyz(const request_handle& req) {

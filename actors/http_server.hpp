@@ -1,22 +1,24 @@
 #pragma once
 
-#include "actors/interfaces.hpp"
-#include "runtime/config.hpp"
-#include "runtime/node_status.hpp"
-
-#include <caf/fwd.hpp>
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
 
+#include <caf/fwd.hpp>
+
+#include "actors/interfaces.hpp"
+#include "runtime/config.hpp"
+#include "runtime/node_status.hpp"
+
 namespace butlers {
 
 /// The node's HTTP surface (restinio on its own asio threads, answering
 /// asynchronously so a request waiting on an actor holds no thread):
-/// `/healthz`, `/readyz`, `/metrics`. Binds loopback unless a token is
-/// configured (checked by config validation); when a token is set every path
-/// except the health probes requires `Authorization: Bearer <token>`.
+/// `POST /v1/ingest`, `/healthz`, `/readyz`, `/metrics`. Binds loopback unless
+/// a token is configured (checked by config validation); when a token is set
+/// every path except the health probes requires `Authorization: Bearer
+/// <token>`.
 class http_server {
  public:
   http_server(caf::actor_system& sys, const node_settings& settings,
@@ -39,7 +41,7 @@ class http_server {
 
  private:
   struct impl;
-  std::unique_ptr<impl> impl_;
+  std::shared_ptr<impl> impl_;
 };
 
 } // namespace butlers

@@ -1,9 +1,9 @@
 #include "actors/node.hpp"
 
-#include "actors/http_server.hpp"
-#include "actors/supervisor.hpp"
-#include "actors/type_ids.hpp"
-#include "runtime/migrations.hpp"
+#include <csignal>
+#include <cstdio>
+#include <future>
+#include <thread>
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -11,12 +11,13 @@
 #include <caf/exit_reason.hpp>
 #include <caf/io/middleman.hpp>
 #include <caf/send.hpp>
-#include <csignal>
-#include <cstdio>
-#include <future>
 #include <pqxx/pqxx>
 #include <spdlog/spdlog.h>
-#include <thread>
+
+#include "actors/http_server.hpp"
+#include "actors/supervisor.hpp"
+#include "actors/type_ids.hpp"
+#include "runtime/migrations.hpp"
 
 namespace butlers {
 

@@ -1,12 +1,13 @@
 #pragma once
 
-#include "actors/interfaces.hpp"
-#include "runtime/config.hpp"
-#include "runtime/node_status.hpp"
+#include <cstdint>
 
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
-#include <cstdint>
+
+#include "actors/interfaces.hpp"
+#include "runtime/config.hpp"
+#include "runtime/node_status.hpp"
 
 namespace butlers {
 
@@ -15,14 +16,21 @@ struct supervisor_state {
   /// The node's settings, as validated at start.
   node_settings settings;
   node_context_ptr ctx;
-  /// The current inbox writer; null while it waits for a restart.
+  /// The group; all null while it waits for a restart.
   inbox_writer_actor writer;
-  /// Restarts so far, for the backoff and the metric.
-  uint32_t writer_restarts = 0;
+  switchboard_actor switchboard;
+  inbox_scanner_actor scanner;
+  /// Consecutive restarts, for the backoff.
+  uint32_t restarts = 0;
+  /// A restart is scheduled (children of the old group may still report
+  /// their exits).
+  bool restarting = false;
 };
 
-/// Starts the node's long-lived actors and restarts the ones that die
-/// abnormally, after 100 ms · 2^n (capped at 10 s) with ±50 % jitter.
+/// Starts the inbox writer, switchboard and scanner as one group (they hold
+/// each other's handles) and restarts the group after any abnormal exit,
+/// after 100 ms · 2^n (capped at 10 s) with ±50 % jitter. Publishes the
+/// current switchboard in the node context for the HTTP surface.
 supervisor_actor::behavior_type supervisor(
   supervisor_actor::stateful_pointer<supervisor_state> self,
   node_settings settings, node_context_ptr ctx);

@@ -3,11 +3,11 @@
 // The one type-ID block of the project: every atom and message type, in one
 // place, registered with the actor system by `register_types()`.
 
-#include "actors/messages.hpp"
-#include "runtime/error.hpp"
-
 #include <caf/actor_system_config.hpp>
 #include <caf/type_id.hpp>
+
+#include "runtime/error.hpp"
+#include "runtime/messages.hpp"
 
 CAF_BEGIN_TYPE_ID_BLOCK(butlers, caf::first_custom_type_id)
 
@@ -19,6 +19,11 @@ CAF_BEGIN_TYPE_ID_BLOCK(butlers, caf::first_custom_type_id)
   CAF_ADD_ATOM(butlers, butlers, connect_atom, "connect")
   CAF_ADD_ATOM(butlers, butlers, restart_atom, "restart")
   CAF_ADD_ATOM(butlers, butlers, drain_atom, "drain")
+  CAF_ADD_ATOM(butlers, butlers, ingest_atom, "ingest")
+  CAF_ADD_ATOM(butlers, butlers, claim_atom, "claim")
+  CAF_ADD_ATOM(butlers, butlers, complete_atom, "complete")
+  CAF_ADD_ATOM(butlers, butlers, enqueue_atom, "enqueue")
+  CAF_ADD_ATOM(butlers, butlers, scan_atom, "scan")
 
   // -- message types
   // -----------------------------------------------------------
@@ -28,6 +33,10 @@ CAF_BEGIN_TYPE_ID_BLOCK(butlers, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(butlers, (butlers::inbox_record))
   CAF_ADD_TYPE_ID(butlers, (butlers::append_result))
   CAF_ADD_TYPE_ID(butlers, (std::vector<butlers::inbox_record>))
+  CAF_ADD_TYPE_ID(butlers, (butlers::inbox_ref))
+  CAF_ADD_TYPE_ID(butlers, (std::vector<butlers::inbox_ref>))
+  CAF_ADD_TYPE_ID(butlers, (butlers::claim_result))
+  CAF_ADD_TYPE_ID(butlers, (butlers::completion))
 
 CAF_END_TYPE_ID_BLOCK(butlers)
 

@@ -6,9 +6,10 @@
 #include <cstring>
 #include <initializer_list>
 #include <sstream>
-#include <toml++/toml.h>
 #include <tuple>
 #include <utility>
+
+#include <toml++/toml.h>
 
 namespace butlers {
 

@@ -1,7 +1,8 @@
 #include "runtime/dedupe.hpp"
 
-#include <openssl/evp.h>
 #include <stdexcept>
+
+#include <openssl/evp.h>
 
 namespace butlers {
 

@@ -2,6 +2,8 @@
 
 #include <cstddef>
 #include <optional>
+#include <stdexcept>
+#include <string>
 #include <string_view>
 
 namespace butlers {
@@ -35,6 +37,16 @@ inline std::optional<std::string_view> embedded(std::string_view path) {
     if (path == f.path)
       return f.content;
   return std::nullopt;
+}
+
+/// The named statement `sql/queries/<name>.sql`; the name doubles as the
+/// prepared-statement and log name. Throws std::logic_error if missing.
+inline std::string named_query(std::string_view name) {
+  auto path = "sql/queries/" + std::string{name} + ".sql";
+  auto text = embedded(path);
+  if (!text)
+    throw std::logic_error("no embedded query " + path);
+  return std::string{*text};
 }
 
 } // namespace butlers

@@ -1,11 +1,12 @@
 #pragma once
 
-#include <caf/error.hpp>
-#include <caf/make_message.hpp>
-#include <caf/message.hpp>
 #include <cstdint>
 #include <string>
 #include <string_view>
+
+#include <caf/error.hpp>
+#include <caf/make_message.hpp>
+#include <caf/message.hpp>
 
 namespace butlers {
 

@@ -1,6 +1,7 @@
 #include "runtime/json.hpp"
 
 #include <cstdint>
+
 #include <rapidjson/error/en.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>

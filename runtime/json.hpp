@@ -8,9 +8,10 @@
 
 #include <cstddef>
 #include <optional>
-#include <rapidjson/document.h>
 #include <string>
 #include <string_view>
+
+#include <rapidjson/document.h>
 
 namespace butlers::json {
 

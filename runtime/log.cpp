@@ -1,12 +1,13 @@
 #include "runtime/log.hpp"
 
-#include "runtime/json.hpp"
-
 #include <chrono>
 #include <ctime>
+
 #include <spdlog/formatter.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
+
+#include "runtime/json.hpp"
 
 namespace butlers {
 

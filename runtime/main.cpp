@@ -6,14 +6,15 @@
 //
 // Exit codes: see actors/node.hpp (and the README).
 
+#include <cstdio>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
 #include "actors/node.hpp"
 #include "runtime/config.hpp"
 #include "runtime/log.hpp"
-
-#include <CLI/CLI.hpp>
-#include <cstdio>
-#include <iostream>
-#include <spdlog/spdlog.h>
 
 namespace {
 

@@ -1,13 +1,14 @@
 #include "runtime/migrations.hpp"
 
-#include "runtime/dedupe.hpp"
-#include "runtime/embedded.hpp"
-
 #include <algorithm>
 #include <cctype>
-#include <pqxx/pqxx>
 #include <set>
 #include <stdexcept>
+
+#include <pqxx/pqxx>
+
+#include "runtime/dedupe.hpp"
+#include "runtime/embedded.hpp"
 
 namespace butlers {
 
@@ -30,8 +31,11 @@ std::vector<migration> embedded_migrations() {
   std::set<int> seen;
   for (auto& f : embedded_files()) {
     std::string_view path = f.path;
+    // Migrations are the files directly in sql/ (sql/queries/ holds the
+    // named statements the code prepares).
     if (path.substr(0, 4) != "sql/" || path.size() < 4 + 5
-        || path.substr(path.size() - 4) != ".sql")
+        || path.substr(path.size() - 4) != ".sql"
+        || path.find('/', 4) != std::string_view::npos)
       continue;
     auto name = std::string{path.substr(4)};
     size_t digits = 0;

@@ -1,11 +1,13 @@
 #pragma once
 
-#include "runtime/metrics.hpp"
-
 #include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
+
+#include <caf/actor.hpp>
+
+#include "runtime/metrics.hpp"
 
 namespace butlers {
 
@@ -40,11 +42,27 @@ struct node_status {
   std::string database_error_;
 };
 
-/// What every actor of a node shares: status and metrics. Created once by
-/// the node before the actor system and outliving it.
+/// What every actor of a node shares: status, metrics, and the current
+/// switchboard (it changes when the supervisor restarts its group). Created
+/// once by the node before the actor system and outliving it.
 struct node_context {
   node_status status;
   metrics_registry metrics;
+
+  /// Publishes the switchboard the HTTP surface should talk to (null while
+  /// the supervisor restarts it).
+  void set_switchboard(caf::actor hdl) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    switchboard_ = std::move(hdl);
+  }
+  caf::actor switchboard() const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return switchboard_;
+  }
+
+ private:
+  mutable std::mutex mtx_;
+  caf::actor switchboard_;
 };
 
 using node_context_ptr = std::shared_ptr<node_context>;

@@ -1,8 +1,9 @@
 #pragma once
 
-#include <caf/meta/type_name.hpp>
 #include <cstdint>
 #include <string>
+
+#include <caf/meta/type_name.hpp>
 
 namespace butlers {
 

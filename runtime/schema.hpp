@@ -1,11 +1,11 @@
 #pragma once
 
-#include "runtime/json.hpp"
-
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "runtime/json.hpp"
 
 namespace butlers {
 

@@ -12,8 +12,9 @@ CREATE TABLE message_inbox (
   source_sender_identity   text        NOT NULL,
   source_thread_identity   text,
   trace_parent             text,
-  request_context          jsonb       NOT NULL,
-  raw_payload              jsonb       NOT NULL,
+  -- Validated against ingest.v1 before it gets here; json (not jsonb) keeps
+  -- the ingest path from re-parsing it into a binary form.
+  raw_payload              json        NOT NULL,
   normalized_text          text        NOT NULL,
   policy_tier              text        NOT NULL DEFAULT 'default',
   schema_version           text        NOT NULL,
@@ -39,19 +40,21 @@ CREATE TABLE message_inbox (
 -- The cold path's two questions: old 'accepted' rows, expired 'progress'.
 CREATE INDEX message_inbox_open_idx ON message_inbox (lifecycle_state, received_at)
   WHERE lifecycle_state IN ('accepted', 'progress');
--- Recent-first operational queries.
-CREATE INDEX message_inbox_recent_idx ON message_inbox (received_at DESC);
+-- Recent-first operational queries need no index of their own: request_id
+-- is a UUIDv7, so the primary key is in time order.
 
 -- Global dedupe: a unique index on a partitioned table must contain the
 -- partition key, so the key -> canonical request mapping lives here.
+-- Retention deletes from it once a month with a scan, so received_at has no
+-- index: the ingest path pays for every index on every row.
 CREATE TABLE inbox_dedupe (
   dedupe_key  text        PRIMARY KEY,
   request_id  uuid        NOT NULL,
   received_at timestamptz NOT NULL
 );
-CREATE INDEX inbox_dedupe_received_idx ON inbox_dedupe (received_at);
 
--- Every lifecycle transition, for audit and exactly-once checks.
+-- Every lifecycle transition after 'accepted' (the inbox row itself records
+-- that one), for audit and exactly-once checks.
 CREATE TABLE inbox_transitions (
   id          bigserial   PRIMARY KEY,
   request_id  uuid        NOT NULL,

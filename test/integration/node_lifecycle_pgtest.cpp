@@ -1,15 +1,17 @@
 // The real butlers-node binary, driven the way an operator drives it:
 // command line, HTTP over loopback, signals, a real PostgreSQL.
 
+#include <signal.h>
+
+#include <chrono>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <pqxx/pqxx>
+
 #include "test/support/http_client.hpp"
 #include "test/support/node_process.hpp"
 #include "test/support/pg.hpp"
-
-#include <chrono>
-#include <gtest/gtest.h>
-#include <pqxx/pqxx>
-#include <signal.h>
-#include <thread>
 
 namespace butlers::test {
 namespace {

@@ -1,10 +1,11 @@
 #include "test/support/pg.hpp"
 
 #include <cstdlib>
-#include <pqxx/pqxx>
 #include <random>
 #include <regex>
 #include <stdexcept>
+
+#include <pqxx/pqxx>
 
 namespace butlers::test {
 

@@ -1,10 +1,11 @@
-#include "runtime/config.hpp"
-
 #include <cstdio>
 #include <functional>
-#include <gtest/gtest.h>
 #include <map>
 #include <string>
+
+#include <gtest/gtest.h>
+
+#include "runtime/config.hpp"
 
 using namespace butlers;
 

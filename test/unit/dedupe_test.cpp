@@ -1,6 +1,6 @@
-#include "runtime/dedupe.hpp"
-
 #include <gtest/gtest.h>
+
+#include "runtime/dedupe.hpp"
 
 namespace butlers {
 namespace {

@@ -1,10 +1,10 @@
-#include "actors/type_ids.hpp"
-#include "runtime/error.hpp"
-
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/sec.hpp>
 #include <gtest/gtest.h>
+
+#include "actors/type_ids.hpp"
+#include "runtime/error.hpp"
 
 namespace butlers {
 namespace {

@@ -1,7 +1,8 @@
-#include "runtime/json.hpp"
+#include <string>
 
 #include <gtest/gtest.h>
-#include <string>
+
+#include "runtime/json.hpp"
 
 namespace json = butlers::json;
 

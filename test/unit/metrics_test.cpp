@@ -1,8 +1,9 @@
-#include "runtime/metrics.hpp"
-
-#include <gtest/gtest.h>
 #include <thread>
 #include <vector>
+
+#include <gtest/gtest.h>
+
+#include "runtime/metrics.hpp"
 
 namespace butlers {
 namespace {

@@ -1,17 +1,18 @@
-#include "runtime/embedded.hpp"
-#include "runtime/schema.hpp"
-
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <gtest/gtest.h>
-#include <rapidjson/schema.h>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include <gtest/gtest.h>
+#include <rapidjson/schema.h>
+
+#include "runtime/embedded.hpp"
+#include "runtime/schema.hpp"
 
 namespace fs = std::filesystem;
 using butlers::schema;

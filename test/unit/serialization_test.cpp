@@ -2,14 +2,14 @@
 // (the cluster) depend on it, and an unregistered or mis-inspected type only
 // fails once it crosses a node boundary.
 
-#include "actors/type_ids.hpp"
-
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/binary_deserializer.hpp>
 #include <caf/binary_serializer.hpp>
 #include <caf/message.hpp>
 #include <gtest/gtest.h>
+
+#include "actors/type_ids.hpp"
 
 namespace butlers {
 namespace {

@@ -1,9 +1,10 @@
-#include "runtime/uuid.hpp"
-
-#include <gtest/gtest.h>
 #include <set>
 #include <thread>
 #include <vector>
+
+#include <gtest/gtest.h>
+
+#include "runtime/uuid.hpp"
 
 namespace butlers {
 namespace {

@@ -1,16 +1,18 @@
 #pragma once
 
 // Message types that cross actor boundaries (and, for remote actors, node
-// boundaries). Each has an inspect() and a type ID in actors/type_ids.hpp;
-// test/unit/serialization_test.cpp round-trips every one of them through
-// CAF's binary serializer.
+// boundaries): plain structs, so logic under runtime/ can build them without
+// an actor system. Each has an inspect() and a type ID in
+// actors/type_ids.hpp; test/unit/serialization_test.cpp round-trips every
+// one of them through CAF's binary serializer.
 
-#include "runtime/request_context.hpp"
-
-#include <caf/meta/type_name.hpp>
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include <caf/meta/type_name.hpp>
+
+#include "runtime/request_context.hpp"
 
 namespace butlers {
 
@@ -67,6 +69,52 @@ struct append_result {
 template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, append_result& x) {
   return f(caf::meta::type_name("append_result"), x.request_id, x.duplicate);
+}
+
+/// A reference to a stored inbox row: enough to find it in its partition.
+struct inbox_ref {
+  /// The canonical request id (UUIDv7 text).
+  std::string request_id;
+  /// `received_at` in Unix microseconds (the partition key).
+  int64_t received_at_us = 0;
+};
+
+template<class Inspector>
+typename Inspector::result_type inspect(Inspector& f, inbox_ref& x) {
+  return f(caf::meta::type_name("inbox_ref"), x.request_id, x.received_at_us);
+}
+
+/// The answer to a claim: `accepted`/expired `progress` → `progress`.
+struct claim_result {
+  /// False when someone else holds the row or it is already terminal.
+  bool claimed = false;
+  /// The fencing token every later write for this claim must present.
+  int64_t lease_token = 0;
+};
+
+template<class Inspector>
+typename Inspector::result_type inspect(Inspector& f, claim_result& x) {
+  return f(caf::meta::type_name("claim_result"), x.claimed, x.lease_token);
+}
+
+/// A terminal transition of a claimed row: `parsed`, `errored` or
+/// `cancelled`, applied only while the lease token still matches.
+struct completion {
+  inbox_ref ref;
+  /// The token returned by the claim (fencing).
+  int64_t lease_token = 0;
+  /// `parsed`, `errored` or `cancelled`.
+  std::string state;
+  /// Error class of the taxonomy when `errored`, else empty.
+  std::string error_class;
+  /// Actionable message when `errored`, else empty.
+  std::string error_message;
+};
+
+template<class Inspector>
+typename Inspector::result_type inspect(Inspector& f, completion& x) {
+  return f(caf::meta::type_name("completion"), x.ref, x.lease_token, x.state,
+           x.error_class, x.error_message);
 }
 
 } // namespace butlers

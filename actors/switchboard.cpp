@@ -1,0 +1,200 @@
+#include "actors/switchboard.hpp"
+
+#include <chrono>
+
+#include <caf/event_based_actor.hpp>
+#include <spdlog/spdlog.h>
+
+namespace butlers {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+using switchboard_ptr = switchboard_actor::stateful_pointer<switchboard_state>;
+
+/// Bound on every round trip to the writer: it answers within one flush or
+/// at once with "unavailable", so hitting this means it is wedged.
+constexpr auto writer_timeout = 10s;
+
+int64_t now_us() {
+  using namespace std::chrono;
+  return duration_cast<microseconds>(system_clock::now().time_since_epoch())
+    .count();
+}
+
+void pump(switchboard_ptr self);
+
+/// The processing step of a claimed message. Until routing lands it marks
+/// the message parsed; the routing issue replaces this with planning and
+/// dispatch.
+void process(switchboard_ptr self, inbox_ref ref, int64_t token) {
+  completion done{std::move(ref), token, "parsed", {}, {}};
+  self->request(self->state.writer, writer_timeout, complete_atom_v, done)
+    .then(
+      [self](bool applied) {
+        auto& st = self->state;
+        if (applied)
+          st.lifecycle_parsed->inc();
+        else
+          st.lease_lost->inc();
+        --st.active;
+        pump(self);
+      },
+      [self](const caf::error&) {
+        // Still 'progress' in the database: its lease expires and the cold
+        // path hands it out again.
+        --self->state.active;
+        pump(self);
+      });
+}
+
+/// Starts workers while there is queued work and a free worker slot. Each
+/// claims its row before any work, so a message re-offered by the cold path
+/// while another worker holds it is skipped, never processed twice.
+void pump(switchboard_ptr self) {
+  auto& st = self->state;
+  while (st.active < st.cfg.workers && !st.queue.empty()) {
+    auto ref = std::move(st.queue.front());
+    st.queue.pop_front();
+    ++st.active;
+    st.process_latency->observe(
+      static_cast<double>(now_us() - ref.received_at_us) / 1000.0);
+    self->request(st.writer, writer_timeout, claim_atom_v, ref)
+      .then(
+        [self, ref](const claim_result& claim) {
+          if (!claim.claimed) {
+            --self->state.active;
+            pump(self);
+            return;
+          }
+          process(self, ref, claim.lease_token);
+        },
+        [self](const caf::error&) {
+          // Still 'accepted': the cold path retries it.
+          --self->state.active;
+          pump(self);
+        });
+  }
+  st.queue_depth->set(static_cast<int64_t>(st.queue.size()));
+}
+
+/// Offers a stored message to the hot path; false when the queue is full.
+bool offer(switchboard_ptr self, inbox_ref ref) {
+  auto& st = self->state;
+  if (st.queue.size() >= st.cfg.queue_capacity)
+    return false;
+  st.queue.push_back(std::move(ref));
+  return true;
+}
+
+} // namespace
+
+switchboard_actor::behavior_type switchboard(
+  switchboard_actor::stateful_pointer<switchboard_state> self,
+  switchboard_config cfg, inbox_writer_actor writer, node_context_ptr ctx) {
+  auto& st = self->state;
+  st.cfg = std::move(cfg);
+  st.writer = std::move(writer);
+  st.ctx = std::move(ctx);
+  auto& m = st.ctx->metrics;
+  st.received = &m.get_counter("butlers_switchboard_message_received",
+                               "Requests accepted and stored");
+  st.deduplicated = &m.get_counter("butlers_switchboard_message_deduplicated",
+                                   "Requests answered with an earlier "
+                                   "request's id");
+  st.overload_rejected
+    = &m.get_counter("butlers_switchboard_message_overload_rejected",
+                     "Requests rejected by admission control (429)");
+  st.enqueued_hot = &m.get_counter("butlers_buffer_enqueue_total",
+                                   "Messages put on the in-memory queue",
+                                   "path=\"hot\"");
+  st.enqueued_cold = &m.get_counter("butlers_buffer_enqueue_total",
+                                    "Messages put on the in-memory queue",
+                                    "path=\"cold\"");
+  st.backpressure = &m.get_counter("butlers_buffer_backpressure_total",
+                                   "Stored messages left to the cold path "
+                                   "because the queue was full");
+  st.recovered = &m.get_counter("butlers_buffer_scanner_recovered_total",
+                                "Messages re-enqueued by the cold path");
+  st.lease_lost = &m.get_counter("butlers_buffer_lease_lost_total",
+                                 "Completions refused because the lease had "
+                                 "passed to another worker");
+  st.lifecycle_parsed = &m.get_counter("butlers_switchboard_lifecycle_"
+                                       "transition",
+                                       "Lifecycle transitions by target state",
+                                       "lifecycle_state=\"parsed\"");
+  st.queue_depth = &m.get_gauge("butlers_buffer_queue_depth",
+                                "Messages in the in-memory queue");
+  st.inflight_requests = &m.get_gauge("butlers_switchboard_inflight_requests",
+                                      "Ingest requests waiting for their "
+                                      "commit");
+  st.process_latency = &m.get_histogram("butlers_buffer_process_latency_ms",
+                                        "From received_at to the start of "
+                                        "processing");
+  return {
+    [self](ingest_atom, inbox_record& rec) -> caf::result<append_result> {
+      auto& st = self->state;
+      if (st.ctx->status.draining)
+        return caf::error{butlers_errc::draining,
+                          std::string{"the node is shutting down"}};
+      if (st.in_flight >= st.cfg.max_in_flight) {
+        st.overload_rejected->inc();
+        return caf::error{butlers_errc::overload_rejected,
+                          "admission full: " + std::to_string(st.in_flight)
+                            + " requests awaiting commit"};
+      }
+      ++st.in_flight;
+      st.inflight_requests->set(st.in_flight);
+      auto rp = self->make_response_promise<append_result>();
+      inbox_ref ref{rec.context.request_id, rec.context.received_at_us};
+      auto key = rec.dedupe_key;
+      self->request(st.writer, writer_timeout, append_atom_v, std::move(rec))
+        .then(
+          [self, rp, ref, key](append_result& res) mutable {
+            auto& st = self->state;
+            --st.in_flight;
+            st.inflight_requests->set(st.in_flight);
+            if (res.duplicate) {
+              st.deduplicated->inc();
+              spdlog::info("dedupe: key {} deduped to request {}", key,
+                           res.request_id);
+            } else {
+              st.received->inc();
+              spdlog::debug("dedupe: key {} accepted as request {}", key,
+                            res.request_id);
+              if (offer(self, ref)) {
+                st.enqueued_hot->inc();
+                pump(self);
+              } else {
+                // Stored and acknowledged; the cold path will find it.
+                st.backpressure->inc();
+              }
+            }
+            rp.deliver(std::move(res));
+          },
+          [self, rp](caf::error& err) mutable {
+            auto& st = self->state;
+            --st.in_flight;
+            st.inflight_requests->set(st.in_flight);
+            rp.deliver(std::move(err));
+          });
+      return rp;
+    },
+    [self](enqueue_atom, std::vector<inbox_ref>& refs) {
+      auto& st = self->state;
+      uint32_t taken = 0;
+      for (auto& ref : refs) {
+        if (!offer(self, std::move(ref)))
+          break;
+        ++taken;
+      }
+      st.enqueued_cold->inc(taken);
+      st.recovered->inc(taken);
+      pump(self);
+      return taken;
+    },
+  };
+}
+
+} // namespace butlers

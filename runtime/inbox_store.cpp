@@ -1,0 +1,199 @@
+#include "runtime/inbox_store.hpp"
+
+#include <unordered_map>
+
+#include <pqxx/pqxx>
+
+#include "runtime/embedded.hpp"
+#include "runtime/migrations.hpp"
+#include "runtime/pg_array.hpp"
+
+namespace butlers {
+
+namespace {
+
+constexpr const char* statements[] = {
+  "inbox_append",   "inbox_lookup_dedupe", "inbox_claim",
+  "inbox_complete", "inbox_scan",
+};
+
+} // namespace
+
+inbox_store::inbox_store(std::string url, std::string owner, uint32_t lease_s)
+  : url_(std::move(url)), owner_(std::move(owner)), lease_s_(lease_s) {
+  // nop
+}
+
+inbox_store::~inbox_store() = default;
+
+void inbox_store::connect() {
+  conn_.reset();
+  auto conn = std::make_unique<pqxx::connection>(url_);
+  for (auto name : statements)
+    conn->prepare(name, named_query(name));
+  conn_ = std::move(conn);
+}
+
+void inbox_store::disconnect() {
+  conn_.reset();
+}
+
+std::vector<std::string> inbox_store::migrate() {
+  return apply_migrations(*conn_);
+}
+
+int inbox_store::ensure_partitions(uint32_t ahead) {
+  pqxx::nontransaction tx{*conn_};
+  return tx
+    .exec_params1("SELECT butlers_ensure_inbox_partitions($1)",
+                  static_cast<int>(ahead))[0]
+    .as<int>();
+}
+
+std::vector<std::string> inbox_store::drop_partitions(uint32_t months) {
+  pqxx::work tx{*conn_};
+  std::vector<std::string> dropped;
+  for (auto row : tx.exec_params("SELECT butlers_drop_inbox_partitions($1)",
+                                 static_cast<int>(months)))
+    dropped.push_back(row[0].as<std::string>());
+  tx.commit();
+  return dropped;
+}
+
+void inbox_store::ping() {
+  pqxx::nontransaction{*conn_}.exec("SELECT 1");
+}
+
+inbox_store::batch_result inbox_store::write(const batch& b) {
+  batch_result result;
+  pqxx::work tx{*conn_};
+  if (!b.appends.empty())
+    write_appends(tx, b.appends, result.appends);
+  if (!b.claims.empty())
+    write_claims(tx, b.claims, result.claims);
+  if (!b.completions.empty())
+    write_completions(tx, b.completions, result.completions);
+  tx.commit();
+  return result;
+}
+
+void inbox_store::write_appends(pqxx::work& tx,
+                                const std::vector<inbox_record>& in,
+                                std::vector<append_result>& out) {
+  // Within the batch, the first occurrence of a dedupe key is the candidate;
+  // later ones are its duplicates whatever the database says.
+  std::unordered_map<std::string_view, size_t> first;
+  std::vector<size_t> candidates;
+  for (size_t i = 0; i < in.size(); ++i)
+    if (first.emplace(in[i].dedupe_key, i).second)
+      candidates.push_back(i);
+  pg_array ids, received, channel, endpoint, sender, thread, trace, raw, text,
+    tier, version, keys;
+  for (auto i : candidates) {
+    auto& r = in[i];
+    auto& ctx = r.context;
+    ids.add(ctx.request_id);
+    received.add(ctx.received_at_us);
+    channel.add(ctx.source_channel);
+    endpoint.add(ctx.source_endpoint_identity);
+    sender.add(ctx.source_sender_identity);
+    thread.add_or_null(ctx.source_thread_identity);
+    trace.add_or_null(ctx.trace_parent);
+    raw.add(r.raw_payload);
+    text.add(r.normalized_text);
+    tier.add(r.policy_tier.empty() ? "default" : r.policy_tier);
+    version.add(r.schema_version);
+    keys.add(r.dedupe_key);
+  }
+  auto fresh = tx.exec_prepared("inbox_append", ids.str(), received.str(),
+                                channel.str(), endpoint.str(), sender.str(),
+                                thread.str(), trace.str(), raw.str(),
+                                text.str(), tier.str(), version.str(),
+                                keys.str());
+  std::unordered_map<std::string, std::string> canonical;
+  std::unordered_map<std::string_view, bool> is_new;
+  for (auto row : fresh)
+    is_new.emplace(in[first.at(row[0].as<std::string>())].dedupe_key, true);
+  pg_array dup_keys;
+  for (auto i : candidates)
+    if (is_new.count(in[i].dedupe_key) == 0)
+      dup_keys.add(in[i].dedupe_key);
+  if (dup_keys.size() > 0)
+    for (auto row : tx.exec_prepared("inbox_lookup_dedupe", dup_keys.str()))
+      canonical.emplace(row[0].as<std::string>(), row[1].as<std::string>());
+  out.resize(in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    auto& key = in[i].dedupe_key;
+    auto j = first.at(key);
+    if (i == j && is_new.count(key) > 0) {
+      out[i] = append_result{in[i].context.request_id, false};
+    } else if (is_new.count(key) > 0) {
+      out[i] = append_result{in[j].context.request_id, true};
+    } else {
+      auto k = canonical.find(key);
+      // A key that was neither new nor found was removed between the two
+      // statements (retention); fall back to the id we assigned.
+      out[i] = append_result{k != canonical.end() ? k->second
+                                                  : in[j].context.request_id,
+                             true};
+    }
+  }
+}
+
+void inbox_store::write_claims(pqxx::work& tx, const std::vector<inbox_ref>& in,
+                               std::vector<claim_result>& out) {
+  pg_array ids, received;
+  for (auto& ref : in) {
+    ids.add(ref.request_id);
+    received.add(ref.received_at_us);
+  }
+  std::unordered_map<std::string, int64_t> tokens;
+  for (auto row : tx.exec_prepared("inbox_claim", ids.str(), received.str(),
+                                   owner_, static_cast<int>(lease_s_)))
+    tokens.emplace(row[0].as<std::string>(), row[1].as<int64_t>());
+  out.clear();
+  for (auto& ref : in) {
+    auto i = tokens.find(ref.request_id);
+    if (i == tokens.end()) {
+      out.push_back(claim_result{false, 0});
+    } else {
+      out.push_back(claim_result{true, i->second});
+      // The same row twice in one batch is claimed once.
+      tokens.erase(i);
+    }
+  }
+}
+
+void inbox_store::write_completions(pqxx::work& tx,
+                                    const std::vector<completion>& in,
+                                    std::vector<bool>& out) {
+  pg_array ids, received, tokens, states, classes, messages;
+  for (auto& c : in) {
+    ids.add(c.ref.request_id);
+    received.add(c.ref.received_at_us);
+    tokens.add(c.lease_token);
+    states.add(c.state);
+    classes.add_or_null(c.error_class);
+    messages.add_or_null(c.error_message);
+  }
+  std::unordered_map<std::string, bool> done;
+  for (auto row : tx.exec_prepared("inbox_complete", ids.str(), received.str(),
+                                   tokens.str(), states.str(), classes.str(),
+                                   messages.str(), owner_))
+    done.emplace(row[0].as<std::string>(), true);
+  out.clear();
+  for (auto& c : in)
+    out.push_back(done.count(c.ref.request_id) > 0);
+}
+
+std::vector<inbox_ref> inbox_store::scan(uint32_t grace_s, uint32_t limit,
+                                         int64_t after_us) {
+  pqxx::nontransaction tx{*conn_};
+  std::vector<inbox_ref> refs;
+  for (auto row : tx.exec_prepared("inbox_scan", static_cast<int>(grace_s),
+                                   static_cast<int>(limit), after_us))
+    refs.push_back(inbox_ref{row[0].as<std::string>(), row[1].as<int64_t>()});
+  return refs;
+}
+
+} // namespace butlers

@@ -1,0 +1,91 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <pqxx/connection>
+#include <pqxx/transaction>
+
+#include "runtime/messages.hpp"
+
+namespace butlers {
+
+/// The inbox's SQL, on one connection: group-committed appends, claims and
+/// completions (each batch one transaction, each kind one statement over
+/// arrays), the cold-path scan, migrations and partition maintenance.
+/// Blocking: used only from detached actors and tests. Methods throw
+/// libpqxx exceptions; `pqxx::broken_connection` (and `in_doubt_error`)
+/// mean the database is unreachable and the object must reconnect.
+class inbox_store {
+ public:
+  /// Everything one transaction writes.
+  struct batch {
+    std::vector<inbox_record> appends;
+    std::vector<inbox_ref> claims;
+    std::vector<completion> completions;
+    size_t size() const {
+      return appends.size() + claims.size() + completions.size();
+    }
+  };
+
+  /// The outcome of each element of a batch, in the batch's order.
+  struct batch_result {
+    std::vector<append_result> appends;
+    std::vector<claim_result> claims;
+    /// False where the lease token no longer matched (lease lost).
+    std::vector<bool> completions;
+  };
+
+  /// `owner` names this node in leases and the transition log; claims hold
+  /// their lease for `lease_s` seconds.
+  inbox_store(std::string url, std::string owner, uint32_t lease_s);
+  ~inbox_store();
+
+  /// Opens the connection and prepares the named statements.
+  void connect();
+  void disconnect();
+  bool connected() const {
+    return conn_ != nullptr;
+  }
+
+  /// Applies pending migrations (advisory-locked); returns their names.
+  std::vector<std::string> migrate();
+
+  /// Creates the current and `ahead` next monthly partitions; returns how
+  /// many were new.
+  int ensure_partitions(uint32_t ahead);
+
+  /// Drops partitions older than `retention_months` whole months (and their
+  /// dedupe entries); returns the dropped partitions' names.
+  std::vector<std::string> drop_partitions(uint32_t retention_months);
+
+  /// A round trip, to notice a dead connection while idle.
+  void ping();
+
+  /// Writes a batch in one transaction. Duplicate dedupe keys inside the
+  /// batch resolve to the first occurrence's request.
+  batch_result write(const batch& b);
+
+  /// The cold path: `accepted` rows older than `grace_s` and `progress`
+  /// rows whose lease expired, received after `after_us` (Unix µs), oldest
+  /// first, at most `limit`.
+  std::vector<inbox_ref> scan(uint32_t grace_s, uint32_t limit,
+                              int64_t after_us = 0);
+
+ private:
+  void write_appends(pqxx::work& tx, const std::vector<inbox_record>& in,
+                     std::vector<append_result>& out);
+  void write_claims(pqxx::work& tx, const std::vector<inbox_ref>& in,
+                    std::vector<claim_result>& out);
+  void write_completions(pqxx::work& tx, const std::vector<completion>& in,
+                         std::vector<bool>& out);
+
+  std::string url_;
+  std::string owner_;
+  uint32_t lease_s_;
+  std::unique_ptr<pqxx::connection> conn_;
+};
+
+} // namespace butlers

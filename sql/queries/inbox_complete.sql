@@ -1,0 +1,33 @@
+-- Terminal transitions of claimed rows, fenced: a row moves only while it
+-- is still 'progress' under the presenting lease token, so a worker whose
+-- lease expired cannot overwrite its successor's outcome.
+-- $1: uuid[], $2: bigint[] received_at (µs), $3: bigint[] lease tokens,
+-- $4: text[] states, $5: text[] error classes, $6: text[] messages,
+-- $7: the writer's lease owner name (for the transition log).
+WITH c AS (
+  SELECT t.request_id,
+         timestamptz 'epoch' + t.received_us * interval '1 microsecond'
+           AS received_at,
+         t.lease_token, t.state, t.error_class, t.error_message
+  FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::text[], $5::text[],
+              $6::text[])
+    AS t(request_id, received_us, lease_token, state, error_class,
+         error_message)
+), done AS (
+  UPDATE message_inbox m
+  SET lifecycle_state = c.state,
+      error_class = c.error_class,
+      error_message = c.error_message,
+      completed_at = now(),
+      lease_owner = NULL,
+      lease_expires_at = NULL,
+      updated_at = now()
+  FROM c
+  WHERE m.request_id = c.request_id AND m.received_at = c.received_at
+    AND m.lifecycle_state = 'progress' AND m.lease_token = c.lease_token
+  RETURNING m.request_id, m.lifecycle_state
+), logged AS (
+  INSERT INTO inbox_transitions (request_id, from_state, to_state, lease_owner)
+  SELECT request_id, 'progress', lifecycle_state, $7 FROM done
+)
+SELECT request_id::text FROM done
