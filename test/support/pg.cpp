@@ -1,5 +1,7 @@
 #include "test/support/pg.hpp"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <random>
 #include <regex>
@@ -26,6 +28,41 @@ std::string fresh_database(const std::string& prefix) {
   tx.exec("CREATE DATABASE " + tx.quote_name(name));
   static const std::regex dbname{R"(dbname=\S+)"};
   return std::regex_replace(base, dbname, "dbname=" + name);
+}
+
+} // namespace butlers::test
+
+namespace butlers::test {
+
+namespace {
+
+std::string env_or_throw(const char* name) {
+  auto value = std::getenv(name);
+  if (value == nullptr || *value == '\0')
+    throw std::runtime_error(std::string{name}
+                             + " is not set: run the suite through "
+                               "scripts/test.sh");
+  return value;
+}
+
+} // namespace
+
+int pg_ctl(const std::string& action) {
+  auto dir = env_or_throw("BUTLERS_PG_DIR");
+  auto bin = env_or_throw("BUTLERS_PG_BIN");
+  auto port = env_or_throw("BUTLERS_PG_PORT");
+  std::string cmd = bin + "/pg_ctl -D " + dir + "/data -l " + dir
+                    + "/server.log -w -t 60 ";
+  if (action == "start")
+    cmd += "-o \"-k " + dir + " -p " + port
+           + " -c listen_addresses=127.0.0.1 -c max_connections=200"
+             " -c shared_buffers=256MB\" start";
+  else
+    cmd += action;
+  if (::geteuid() == 0)
+    cmd = "runuser -u postgres -- " + cmd;
+  cmd += " >/dev/null 2>&1";
+  return std::system(cmd.c_str());
 }
 
 } // namespace butlers::test

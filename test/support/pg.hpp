@@ -15,3 +15,12 @@ std::string test_database_url();
 std::string fresh_database(const std::string& prefix);
 
 } // namespace butlers::test
+
+namespace butlers::test {
+
+/// Runs `pg_ctl <action>` (stop -m fast / start) on the test server that
+/// scripts/test.sh started (BUTLERS_PG_DIR, BUTLERS_PG_BIN, BUTLERS_PG_PORT),
+/// as the server's owner. Returns pg_ctl's exit code.
+int pg_ctl(const std::string& action);
+
+} // namespace butlers::test

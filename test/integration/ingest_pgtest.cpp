@@ -1,0 +1,635 @@
+// Durable ingest against the real node, the real PostgreSQL and real HTTP:
+// dedupe, every error status, admission, batching, the hot and cold paths,
+// partitions, the database going away, and a SIGKILL mid-ingest.
+
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <pqxx/pqxx>
+
+#include "test/support/http_client.hpp"
+#include "test/support/node_process.hpp"
+#include "test/support/pg.hpp"
+
+namespace butlers::test {
+namespace {
+
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+
+/// An ingest.v1 body; `key` becomes the idempotency key (dedupe identity).
+std::string envelope(const std::string& key, const std::string& text = "hi") {
+  return R"({"schema_version":"ingest.v1",)"
+         R"("source":{"channel":"api","provider":"internal",)"
+         R"("endpoint_identity":"tests"},)"
+         R"("event":{"external_event_id":")"
+         + key
+         + R"(","observed_at":"2026-11-23T12:00:00Z"},)"
+           R"("sender":{"identity":"user-1"},)"
+           R"("payload":{"raw":{"k":")"
+         + key + R"("},"normalized_text":")" + text
+         + R"("},"control":{"idempotency_key":")" + key + R"("}})";
+}
+
+/// Reads one sample (`name` or `name{labels}`) from Prometheus text.
+double metric(const std::string& text, const std::string& series) {
+  auto pos = text.find("\n" + series + " ");
+  if (pos == std::string::npos)
+    return -1;
+  return std::stod(text.substr(pos + series.size() + 2));
+}
+
+std::string request_id_of(const http_response& r) {
+  auto pos = r.body.find(R"("request_id":")");
+  if (pos == std::string::npos)
+    return {};
+  return r.body.substr(pos + 14, 36);
+}
+
+/// Waits until `pred()` holds, checking every 20 ms, at most `timeout`.
+/// Everything awaited here is a state the node reaches asynchronously
+/// (a commit, a sweep), observed through its real surfaces.
+template<class Pred>
+bool eventually(Pred pred, std::chrono::milliseconds timeout) {
+  auto deadline = clock_type::now() + timeout;
+  while (!pred()) {
+    if (clock_type::now() >= deadline)
+      return false;
+    std::this_thread::sleep_for(20ms);
+  }
+  return true;
+}
+
+/// Starts `n` threads that each run `f(i)` at the same moment.
+template<class F>
+void run_concurrently(int n, F f) {
+  std::mutex mtx;
+  std::condition_variable cv;
+  bool go = false;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < n; ++i)
+    threads.emplace_back([&, i] {
+      {
+        std::unique_lock<std::mutex> guard{mtx};
+        cv.wait(guard, [&] {
+          return go;
+        });
+      }
+      f(i);
+    });
+  {
+    std::lock_guard<std::mutex> guard{mtx};
+    go = true;
+  }
+  cv.notify_all();
+  for (auto& t : threads)
+    t.join();
+}
+
+class Ingest : public ::testing::Test {
+ protected:
+  /// Starts a node on this test's database; `extra` adds TOML tables,
+  /// `http_extra` adds keys to the [http] table.
+  void start(const std::string& extra = "",
+             std::map<std::string, std::string> env = {},
+             const std::string& http_extra = "") {
+    if (url_.empty())
+      url_ = fresh_database("ingest");
+    env.emplace("BUTLERS_DATABASE_URL", url_);
+    node_ = std::make_unique<
+      node_process>("[node]\nname = \"ingest-test\"\ndrain_deadline_s = 10\n"
+                    "[http]\nport = 0\n"
+                      + http_extra + "[scheduler]\nthreads = 2\n" + extra,
+                    env);
+    auto port = node_->wait_listening();
+    ASSERT_TRUE(port) << node_->log();
+    port_ = *port;
+    http_ = std::make_unique<http_client>("127.0.0.1", port_);
+    ASSERT_TRUE(eventually(
+      [&] {
+        return http_->get("/readyz").status == 200;
+      },
+      30s))
+      << node_->log();
+  }
+
+  void TearDown() override {
+    if (node_) {
+      node_->signal(SIGTERM);
+      auto exit = node_->wait_exit(15s);
+      EXPECT_TRUE(exit) << "node did not exit after SIGTERM";
+      if (exit) {
+        EXPECT_EQ(exit->exit_code, 0) << exit->err;
+      }
+    }
+  }
+
+  http_response ingest(const std::string& body) {
+    return http_->post("/v1/ingest", body);
+  }
+
+  std::string metrics() {
+    return http_->get("/metrics").body;
+  }
+
+  int64_t count(const std::string& sql) {
+    pqxx::connection conn{url_};
+    return pqxx::nontransaction{conn}.exec1(sql)[0].as<int64_t>();
+  }
+
+  std::string url_;
+  uint16_t port_ = 0;
+  std::unique_ptr<node_process> node_;
+  std::unique_ptr<http_client> http_;
+};
+
+TEST_F(Ingest, AcceptedMeansStoredThenParsed) {
+  start();
+  auto r = ingest(envelope("a-1", "remind me to call mom"));
+  ASSERT_EQ(r.status, 202) << r.body << r.error;
+  EXPECT_NE(r.body.find(R"("status":"accepted","duplicate":false)"),
+            std::string::npos)
+    << r.body;
+  auto id = request_id_of(r);
+  ASSERT_EQ(id.size(), 36u);
+  EXPECT_EQ(id[14], '7') << "a UUIDv7";
+  // Durable before the 202: the row is there now.
+  EXPECT_EQ(count("SELECT count(*) FROM message_inbox WHERE request_id = '" + id
+                  + "' AND normalized_text = 'remind me to call mom'"),
+            1);
+  // The hot path claims and completes it.
+  EXPECT_TRUE(eventually(
+    [&] {
+      return count("SELECT count(*) FROM message_inbox WHERE lifecycle_state"
+                   " = 'parsed' AND progress_at IS NOT NULL AND completed_at"
+                   " IS NOT NULL")
+             == 1;
+    },
+    10s));
+  EXPECT_EQ(count("SELECT count(*) FROM inbox_transitions WHERE to_state IN "
+                  "('progress', 'parsed')"),
+            2);
+  auto m = metrics();
+  EXPECT_EQ(metric(m, "butlers_switchboard_message_received"), 1);
+  EXPECT_EQ(metric(m, "butlers_buffer_enqueue_total{path=\"hot\"}"), 1);
+  EXPECT_EQ(metric(m, "butlers_switchboard_ingress_accept_latency_ms_count"),
+            1);
+}
+
+TEST_F(Ingest, SequentialDuplicateGetsTheOriginalRequestId) {
+  start();
+  auto first = ingest(envelope("dup-1", "one"));
+  auto second = ingest(envelope("dup-1", "one, resent"));
+  ASSERT_EQ(first.status, 202);
+  ASSERT_EQ(second.status, 202);
+  EXPECT_EQ(request_id_of(first), request_id_of(second));
+  EXPECT_NE(second.body.find(R"("status":"deduped","duplicate":true)"),
+            std::string::npos)
+    << second.body;
+  EXPECT_EQ(count("SELECT count(*) FROM message_inbox"), 1);
+  EXPECT_EQ(metric(metrics(), "butlers_switchboard_message_deduplicated"), 1);
+  EXPECT_NE(node_->log().find("deduped to request " + request_id_of(first)),
+            std::string::npos)
+    << "dedupe decisions are logged with key and action";
+}
+
+TEST_F(Ingest, FiftyConcurrentIdenticalSubmissionsMakeOneRow) {
+  start();
+  std::vector<http_response> replies(50);
+  run_concurrently(50, [&](int i) {
+    http_client c{"127.0.0.1", port_};
+    replies[i] = c.post("/v1/ingest", envelope("same-key", "same text"));
+  });
+  std::set<std::string> ids;
+  int fresh = 0;
+  for (auto& r : replies) {
+    ASSERT_EQ(r.status, 202) << r.body << r.error;
+    ids.insert(request_id_of(r));
+    if (r.body.find(R"("duplicate":false)") != std::string::npos)
+      ++fresh;
+  }
+  EXPECT_EQ(ids.size(), 1u);
+  EXPECT_EQ(fresh, 1);
+  EXPECT_EQ(count("SELECT count(*) FROM message_inbox"), 1);
+  EXPECT_EQ(count("SELECT count(*) FROM inbox_dedupe"), 1);
+}
+
+TEST_F(Ingest, ErrorsNameWhatIsWrong) {
+  start("", {}, "max_body_bytes = 4096\n");
+  // Not JSON.
+  auto bad_json = ingest("{\"schema_version\": ");
+  EXPECT_EQ(bad_json.status, 400);
+  EXPECT_NE(bad_json.body.find("not valid JSON"), std::string::npos);
+  // Schema violations: every one, with pointer and keyword.
+  auto bad = envelope("e-1");
+  bad.replace(bad.find(R"("channel":"api")"), 15, R"("channel":"fax")");
+  bad.replace(bad.find(R"("identity":"user-1")"), 19, R"("identity":7)");
+  auto invalid = ingest(bad);
+  EXPECT_EQ(invalid.status, 400);
+  EXPECT_NE(invalid.body.find(R"("class":"validation_error")"),
+            std::string::npos);
+  EXPECT_NE(invalid.body.find(
+              R"({"pointer":"/source/channel","keyword":"enum")"),
+            std::string::npos)
+    << invalid.body;
+  EXPECT_NE(invalid.body.find(R"({"pointer":"/sender/identity","keyword":)"),
+            std::string::npos)
+    << invalid.body;
+  // Too large.
+  auto big = envelope("e-2", std::string(5000, 'x'));
+  auto too_big = ingest(big);
+  EXPECT_EQ(too_big.status, 413);
+  EXPECT_NE(too_big.body.find("http.max_body_bytes"), std::string::npos);
+  // Not JSON media type.
+  auto text = http_->post("/v1/ingest", envelope("e-3"), "text/plain");
+  EXPECT_EQ(text.status, 415);
+  // Wrong method.
+  EXPECT_EQ(http_->get("/v1/ingest").status, 404);
+  // Deep nesting is a 400, not a crash.
+  auto deep = ingest(std::string(2000, '[') + std::string(2000, ']'));
+  EXPECT_EQ(deep.status, 400);
+  EXPECT_NE(deep.body.find("depth"), std::string::npos) << deep.body;
+  EXPECT_EQ(http_->get("/healthz").status, 200);
+  EXPECT_EQ(count("SELECT count(*) FROM message_inbox"), 0);
+}
+
+TEST_F(Ingest, BearerTokenRequired) {
+  start("", {{"BUTLERS_HTTP_TOKEN", "t0ken"}});
+  auto r = ingest(envelope("auth-1"));
+  EXPECT_EQ(r.status, 401);
+  EXPECT_EQ(r.headers["www-authenticate"], "Bearer realm=\"butlers\"");
+  http_->token("t0ken");
+  EXPECT_EQ(ingest(envelope("auth-1")).status, 202);
+}
+
+/// Holds the writer's next transaction on a table lock, so that requests
+/// stay in flight for exactly as long as a test needs them to.
+class table_lock {
+ public:
+  explicit table_lock(const std::string& url) : conn_(url), tx_(conn_) {
+    tx_.exec("LOCK TABLE inbox_dedupe IN EXCLUSIVE MODE");
+  }
+  void release() {
+    tx_.commit();
+  }
+
+ private:
+  pqxx::connection conn_;
+  pqxx::work tx_;
+};
+
+TEST_F(Ingest, AdmissionFullAnswers429WithRetryAfter) {
+  start("[switchboard]\nmax_in_flight = 2\n");
+  table_lock lock{url_};
+  std::vector<http_response> held(2);
+  std::thread t1{[&] {
+    held[0] = http_client{"127.0.0.1", port_}.post("/v1/ingest",
+                                                   envelope("adm-1"));
+  }};
+  std::thread t2{[&] {
+    held[1] = http_client{"127.0.0.1", port_}.post("/v1/ingest",
+                                                   envelope("adm-2"));
+  }};
+  ASSERT_TRUE(eventually(
+    [&] {
+      return metric(metrics(), "butlers_switchboard_inflight_requests") == 2;
+    },
+    10s));
+  auto rejected = ingest(envelope("adm-3"));
+  EXPECT_EQ(rejected.status, 429);
+  EXPECT_EQ(rejected.headers["retry-after"], "1");
+  EXPECT_NE(rejected.body.find(R"("class":"overload_rejected")"),
+            std::string::npos)
+    << rejected.body;
+  lock.release();
+  t1.join();
+  t2.join();
+  EXPECT_EQ(held[0].status, 202) << held[0].body;
+  EXPECT_EQ(held[1].status, 202) << held[1].body;
+  EXPECT_EQ(metric(metrics(), "butlers_switchboard_message_overload_rejected"),
+            1);
+  EXPECT_EQ(count("SELECT count(*) FROM message_inbox"), 2);
+}
+
+TEST_F(Ingest, ConcurrentCallersShareGroupCommits) {
+  start("[switchboard]\nmax_in_flight = 1000\n");
+  auto before = metrics();
+  auto commits0 = metric(before, "butlers_inbox_writer_commits_total");
+  // The first transaction waits on the lock while all callers queue up.
+  table_lock lock{url_};
+  constexpr int callers = 60;
+  std::vector<http_response> replies(callers);
+  std::thread release{[&] {
+    EXPECT_TRUE(eventually(
+      [&] {
+        return metric(http_client{"127.0.0.1", port_}.get("/metrics").body,
+                      "butlers_switchboard_inflight_requests")
+               == callers;
+      },
+      20s));
+    lock.release();
+  }};
+  run_concurrently(callers, [&](int i) {
+    replies[i] = http_client{"127.0.0.1", port_}
+                   .post("/v1/ingest", envelope("batch-" + std::to_string(i)));
+  });
+  release.join();
+  for (auto& r : replies)
+    ASSERT_EQ(r.status, 202) << r.body << r.error;
+  auto after = metrics();
+  auto appended = metric(after,
+                         "butlers_inbox_writer_rows_total{op=\"append\"}");
+  auto commits = metric(after, "butlers_inbox_writer_commits_total") - commits0;
+  EXPECT_EQ(appended, callers);
+  // One blocked transaction plus (typically) one batch for everyone else;
+  // hot-path claims and completions share transactions too.
+  EXPECT_LT(commits, callers / 4) << "commits: " << commits;
+  EXPECT_EQ(count("SELECT count(*) FROM message_inbox"), callers);
+}
+
+TEST_F(Ingest, FullQueueDefersToTheColdPath) {
+  start("[switchboard]\nqueue_capacity = 5\nworkers = 1\n"
+        "scanner_interval_s = 1\nscanner_grace_s = 1\n"
+        "scanner_batch_size = 5\n");
+  table_lock lock{url_};
+  constexpr int callers = 30;
+  std::vector<http_response> replies(callers);
+  std::thread release{[&] {
+    EXPECT_TRUE(eventually(
+      [&] {
+        return metric(http_client{"127.0.0.1", port_}.get("/metrics").body,
+                      "butlers_switchboard_inflight_requests")
+               == callers;
+      },
+      20s));
+    lock.release();
+  }};
+  run_concurrently(callers, [&](int i) {
+    replies[i] = http_client{"127.0.0.1", port_}
+                   .post("/v1/ingest", envelope("cold-" + std::to_string(i)));
+  });
+  release.join();
+  for (auto& r : replies)
+    ASSERT_EQ(r.status, 202) << "stored means accepted, queue or not";
+  EXPECT_GT(metric(metrics(), "butlers_buffer_backpressure_total"), 0);
+  ASSERT_TRUE(eventually(
+    [&] {
+      return count("SELECT count(*) FROM message_inbox WHERE "
+                   "lifecycle_state = 'parsed'")
+             == callers;
+    },
+    30s))
+    << node_->log();
+  auto m = metrics();
+  EXPECT_GT(metric(m, "butlers_buffer_scanner_recovered_total"), 0);
+  EXPECT_GT(metric(m, "butlers_buffer_enqueue_total{path=\"cold\"}"), 0);
+  EXPECT_EQ(count("SELECT count(*) FROM inbox_transitions WHERE to_state = "
+                  "'parsed'"),
+            callers)
+    << "each message completed exactly once";
+}
+
+TEST_F(Ingest, DrainingAnswers503AndFinishesInFlightWork) {
+  start();
+  table_lock lock{url_};
+  http_response held;
+  std::thread t{[&] {
+    held = http_client{"127.0.0.1", port_}.post("/v1/ingest",
+                                                envelope("drain-1"));
+  }};
+  ASSERT_TRUE(eventually(
+    [&] {
+      return metric(metrics(), "butlers_switchboard_inflight_requests") == 1;
+    },
+    10s));
+  node_->signal(SIGTERM);
+  ASSERT_TRUE(eventually(
+    [&] {
+      return http_->get("/readyz").status == 503;
+    },
+    10s));
+  auto refused = ingest(envelope("drain-2"));
+  EXPECT_EQ(refused.status, 503);
+  EXPECT_EQ(refused.headers["retry-after"], "1");
+  EXPECT_NE(refused.body.find(R"("code":"draining")"), std::string::npos);
+  lock.release();
+  t.join();
+  EXPECT_EQ(held.status, 202) << "in-flight work finishes during the drain";
+  auto exit = node_->wait_exit(15s);
+  ASSERT_TRUE(exit);
+  EXPECT_EQ(exit->exit_code, 0);
+  node_.reset();
+  EXPECT_EQ(count("SELECT count(*) FROM message_inbox"), 1);
+}
+
+TEST_F(Ingest, PartitionsAreCreatedAheadAndDroppedAfterRetention) {
+  url_ = fresh_database("partitions");
+  auto migrate_cfg = make_temp_dir("butlers-part") + "/node.toml";
+  write_file(migrate_cfg, "[node]\nname = \"p\"\n");
+  auto m = run_process({BUTLERS_NODE_BINARY, "migrate", "--config",
+                        migrate_cfg},
+                       {{"BUTLERS_DATABASE_URL", url_}});
+  ASSERT_EQ(m.exit_code, 0) << m.err;
+  {
+    pqxx::connection conn{url_};
+    pqxx::work tx{conn};
+    tx.exec("CREATE TABLE message_inbox_202001 PARTITION OF message_inbox "
+            "FOR VALUES FROM ('2020-01-01 00:00+00') TO "
+            "('2020-02-01 00:00+00')");
+    tx.exec("INSERT INTO inbox_dedupe VALUES ('old-key', gen_random_uuid(), "
+            "'2020-01-15 00:00+00')");
+    tx.commit();
+  }
+  start("[database]\nretention_months = 1\npartitions_ahead = 2\n");
+  EXPECT_EQ(count("SELECT count(*) FROM pg_class WHERE relname = "
+                  "'message_inbox_202001'"),
+            0);
+  EXPECT_EQ(count("SELECT count(*) FROM inbox_dedupe WHERE dedupe_key = "
+                  "'old-key'"),
+            0);
+  EXPECT_EQ(count("SELECT count(*) FROM pg_inherits WHERE inhparent = "
+                  "'message_inbox'::regclass"),
+            3)
+    << "current month and two ahead";
+  EXPECT_EQ(count("SELECT count(*) FROM pg_class WHERE relname = "
+                  "'message_inbox_' || to_char(now() AT TIME ZONE 'UTC' + "
+                  "interval '2 months', 'YYYYMM')"),
+            1);
+  EXPECT_NE(node_->log().find("dropped partition message_inbox_202001"),
+            std::string::npos)
+    << node_->log();
+  // Creation is idempotent.
+  EXPECT_EQ(count("SELECT butlers_ensure_inbox_partitions(2)"), 0);
+}
+
+TEST_F(Ingest, DatabaseDownAnswers503ThenRecoversWithoutRestart) {
+  // Short leases: rows claimed just before the outage, whose completion
+  // failed, come back through the cold path within the test.
+  start("[switchboard]\nscanner_interval_s = 1\nscanner_grace_s = 1\n"
+        "lease_s = 2\n");
+  ASSERT_EQ(ingest(envelope("before")).status, 202);
+  // Load from a second thread for the whole outage: every 202 it gets must
+  // be stored.
+  std::atomic<bool> stop{false};
+  std::vector<std::string> acked;
+  std::map<int, int> statuses;
+  std::thread load{[&] {
+    http_client c{"127.0.0.1", port_, 5s};
+    for (int i = 0; !stop; ++i) {
+      auto r = c.post("/v1/ingest", envelope("load-" + std::to_string(i)));
+      ++statuses[r.status];
+      if (r.status == 202)
+        acked.push_back(request_id_of(r));
+    }
+  }};
+  ASSERT_EQ(pg_ctl("stop -m fast"), 0);
+  // While it is down: a typed 503 with Retry-After, promptly.
+  http_client quick{"127.0.0.1", port_, 1500ms};
+  auto down = quick.post("/v1/ingest", envelope("during-1"));
+  auto down2 = quick.post("/v1/ingest", envelope("during-2"));
+  for (auto* r : {&down, &down2}) {
+    EXPECT_EQ(r->status, 503) << r->body << r->error;
+    EXPECT_EQ(r->headers["retry-after"], "1");
+    EXPECT_NE(r->body.find(R"("class":"target_unavailable")"),
+              std::string::npos)
+      << r->body;
+  }
+  EXPECT_TRUE(eventually(
+    [&] {
+      return http_->get("/readyz").status == 503;
+    },
+    10s));
+  ASSERT_EQ(pg_ctl("start"), 0);
+  EXPECT_TRUE(eventually(
+    [&] {
+      return http_->get("/readyz").status == 200;
+    },
+    30s))
+    << node_->log();
+  EXPECT_TRUE(eventually(
+    [&] {
+      return ingest(envelope("after")).status == 202;
+    },
+    10s));
+  stop = true;
+  load.join();
+  EXPECT_GT(statuses[503], 0) << "the load saw the outage";
+  EXPECT_GT(statuses[202], 0);
+  for (auto& [status, n] : statuses)
+    EXPECT_TRUE(status == 202 || status == 503)
+      << n << " answers with status " << status;
+  // Every acknowledged request is stored, and reaches a terminal state.
+  pqxx::connection conn{url_};
+  for (auto& id : acked)
+    EXPECT_EQ(pqxx::nontransaction{conn}
+                .exec_params1("SELECT count(*) FROM message_inbox WHERE "
+                              "request_id = $1",
+                              id)[0]
+                .as<int>(),
+              1)
+      << id;
+  EXPECT_TRUE(eventually(
+    [&] {
+      return count("SELECT count(*) FROM message_inbox WHERE "
+                   "lifecycle_state <> 'parsed'")
+             == 0;
+    },
+    30s))
+    << node_->log();
+}
+
+TEST_F(Ingest, SigkillDuringIngestLosesNothingAndProcessesOnce) {
+  const std::string cfg = "[switchboard]\nlease_s = 2\n"
+                          "scanner_interval_s = 1\nscanner_grace_s = 1\n"
+                          "scanner_batch_size = 500\n";
+  start(cfg);
+  constexpr int total = 5000;
+  constexpr int clients = 8;
+  std::atomic<int> next{0};
+  std::atomic<int> acks{0};
+  std::atomic<uint16_t> port{port_};
+  std::mutex mtx;
+  std::map<std::string, std::string> acked; // key -> request id
+  std::vector<std::thread> threads;
+  for (int c = 0; c < clients; ++c)
+    threads.emplace_back([&] {
+      for (int i; (i = next++) < total;) {
+        auto key = "crash-" + std::to_string(i);
+        // Retry until acknowledged: across the kill and the restart.
+        for (;;) {
+          http_client client{"127.0.0.1", port.load(), 5s};
+          auto r = client.post("/v1/ingest", envelope(key));
+          if (r.status == 202) {
+            std::lock_guard<std::mutex> guard{mtx};
+            auto [it, fresh] = acked.emplace(key, request_id_of(r));
+            if (!fresh) {
+              EXPECT_EQ(it->second, request_id_of(r));
+            }
+            ++acks;
+            break;
+          }
+          std::this_thread::sleep_for(10ms);
+        }
+      }
+    });
+  ASSERT_TRUE(eventually(
+    [&] {
+      return acks >= 1500;
+    },
+    60s));
+  node_->signal(SIGKILL);
+  auto killed = node_->wait_exit(10s);
+  ASSERT_TRUE(killed);
+  EXPECT_EQ(killed->signal, SIGKILL);
+  auto acked_before_kill = acks.load();
+  // Restart on the same port and database; the clients keep going.
+  node_ = std::make_unique<
+    node_process>("[node]\nname = \"ingest-test-2\"\ndrain_deadline_s = 10\n"
+                  "[http]\nport = "
+                    + std::to_string(port_) + "\n[scheduler]\nthreads = 2\n"
+                    + cfg,
+                  std::map<std::string, std::string>{
+                    {"BUTLERS_DATABASE_URL", url_}});
+  ASSERT_TRUE(node_->wait_listening()) << node_->log();
+  for (auto& t : threads)
+    t.join();
+  EXPECT_LT(acked_before_kill, total) << "the kill happened mid-ingest";
+  ASSERT_EQ(acked.size(), size_t{total});
+  // Every acknowledged message reaches a terminal state exactly once.
+  ASSERT_TRUE(eventually(
+    [&] {
+      return count("SELECT count(*) FROM message_inbox WHERE "
+                   "lifecycle_state = 'parsed'")
+             == total;
+    },
+    60s))
+    << count("SELECT count(*) FROM message_inbox WHERE lifecycle_state <> "
+             "'parsed'")
+    << " not parsed\n"
+    << node_->log();
+  EXPECT_EQ(count("SELECT count(*) FROM message_inbox"), total);
+  EXPECT_EQ(count("SELECT count(DISTINCT request_id) FROM inbox_transitions "
+                  "WHERE to_state = 'parsed'"),
+            total);
+  EXPECT_EQ(count("SELECT count(*) FROM inbox_transitions WHERE to_state = "
+                  "'parsed'"),
+            total)
+    << "no message completed twice";
+  pqxx::connection conn{url_};
+  pqxx::nontransaction tx{conn};
+  std::set<std::string> stored;
+  for (auto row : tx.exec("SELECT request_id::text FROM message_inbox"))
+    stored.insert(row[0].as<std::string>());
+  for (auto& [key, id] : acked)
+    EXPECT_EQ(stored.count(id), 1u) << key << " acknowledged as " << id;
+}
+
+} // namespace
+} // namespace butlers::test
