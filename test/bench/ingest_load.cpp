@@ -18,11 +18,18 @@
 // warmup + duration + 10 s after it starts, whatever is still unanswered is
 // counted as an error and every socket is closed.
 
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
 #include <cctype>
 #include <cerrno>
-#include <chrono>
 #include <cinttypes>
 #include <csignal>
 #include <cstdint>
@@ -30,16 +37,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <random>
 #include <string>
 #include <string_view>
-#include <sys/epoll.h>
-#include <sys/socket.h>
-#include <sys/timerfd.h>
-#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -214,7 +214,8 @@ class latency_histogram {
     for (size_t i = 0; i < counts_.size(); ++i) {
       seen += counts_[i];
       if (seen >= rank)
-        return std::min(upper_bound_of(i), max_);
+        return i + 1 == counts_.size() ? max_
+                                       : std::min(upper_bound_of(i), max_);
     }
     return max_;
   }
@@ -636,9 +637,8 @@ class load_generator {
     if (open_loop)
       std::snprintf(offered, sizeof offered, "offered %.0f req/s", opts_.rate);
     std::printf("%s, %u connections, %.1f s measured: %.0f accepted/s (%" PRIu64
-                " of them deduped), latency p50 %.2f ms, p90 %.2f ms, p99 %.2f "
-                "ms, "
-                "max %.2f ms; 429: %" PRIu64 ", 503: %" PRIu64
+                " of them deduped), latency p50 %.2f ms, p90 %.2f ms, "
+                "p99 %.2f ms, max %.2f ms; 429: %" PRIu64 ", 503: %" PRIu64
                 ", other: %" PRIu64 ", errors: %" PRIu64 "\n",
                 offered, opts_.connections, secs, accepted_per_s,
                 tally_.deduped, ms(0.50), ms(0.90), ms(0.99),

@@ -105,6 +105,38 @@ TEST_F(Serialization, VectorOfInboxRecords) {
   EXPECT_EQ(y[1].context, r.context);
 }
 
+TEST_F(Serialization, InboxRef) {
+  inbox_ref x{"0190f3a2-7c4e-7abc-8def-0123456789ab", 1'732'000'000'123'456};
+  auto y = round_trip(x);
+  EXPECT_EQ(y.request_id, x.request_id);
+  EXPECT_EQ(y.received_at_us, x.received_at_us);
+  auto v = round_trip(std::vector<inbox_ref>{x, x});
+  ASSERT_EQ(v.size(), 2u);
+  EXPECT_EQ(v[1].received_at_us, x.received_at_us);
+}
+
+TEST_F(Serialization, ClaimResult) {
+  claim_result x{true, 7};
+  auto y = round_trip(x);
+  EXPECT_EQ(y.claimed, true);
+  EXPECT_EQ(y.lease_token, 7);
+}
+
+TEST_F(Serialization, Completion) {
+  completion x{{"0190f3a2-7c4e-7abc-8def-0123456789ab", 42},
+               9,
+               "errored",
+               "timeout",
+               "no answer from health"};
+  auto y = round_trip(x);
+  EXPECT_EQ(y.ref.request_id, x.ref.request_id);
+  EXPECT_EQ(y.ref.received_at_us, 42);
+  EXPECT_EQ(y.lease_token, 9);
+  EXPECT_EQ(y.state, "errored");
+  EXPECT_EQ(y.error_class, "timeout");
+  EXPECT_EQ(y.error_message, "no answer from health");
+}
+
 TEST_F(Serialization, ButlersErrors) {
   caf::error x{butlers_errc::database_unavailable, std::string{"down"}};
   auto y = round_trip(x);
