@@ -18,7 +18,11 @@ namespace butlers {
 
 namespace {
 
-using traits = restinio::default_traits_t;
+/// restinio's thread-safe defaults plus a cap on open connections
+/// (`http.max_connections`): beyond it, accepting waits.
+struct traits : restinio::default_traits_t {
+  static constexpr bool use_connection_count_limiter = true;
+};
 using request_handle = restinio::request_handle_t;
 
 constexpr const char* json_type = "application/json";
@@ -332,6 +336,7 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
                restinio::server_settings_t<traits>{}
                  .address(http.bind)
                  .port(http.port)
+        .max_parallel_connections(http.max_connections)
                  .request_handler([this](auto req) {
                    return handle(std::move(req));
                  })

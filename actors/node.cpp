@@ -1,6 +1,7 @@
 #include "actors/node.hpp"
 
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <future>
 #include <thread>
@@ -54,6 +55,13 @@ int wait_for_signal() {
   return sig;
 }
 
+/// libpq's connect timeout for every connection of this process, unless the
+/// environment already chose one.
+void apply_connect_timeout(const node_settings& s) {
+  auto value = std::to_string(s.database.connect_timeout_s);
+  ::setenv("PGCONNECT_TIMEOUT", value.c_str(), 0);
+}
+
 } // namespace
 
 void block_shutdown_signals() {
@@ -69,6 +77,7 @@ void block_shutdown_signals() {
 }
 
 int run_node(const node_settings& settings) {
+  apply_connect_timeout(settings);
   auto ctx = std::make_shared<node_context>();
   ctx->status.database_configured = !settings.database.url.empty();
   caf::actor_system_config cfg;
@@ -132,6 +141,7 @@ int migrate_database(const node_settings& settings) {
                   "BUTLERS_DATABASE_URL)");
     return exit_config;
   }
+  apply_connect_timeout(settings);
   try {
     pqxx::connection conn{settings.database.url};
     auto applied = apply_migrations(conn);

@@ -200,12 +200,13 @@ load() {
   [ -n "$result" ] || die "no RESULT line from '$label'"
   grep -v '^RESULT ' <<<"$out" >&2 || true
   rows+=("| $label | $offered | $(field accepted_per_s "$result") | $(field p50_ms "$result") | $(field p99_ms "$result") | $(field status_429 "$result") | $(field status_503 "$result") |")
-  local other errors dup_missed
+  local other errors unsent dup_missed
   other=$(field other "$result")
   errors=$(field errors "$result")
+  unsent=$(field unsent "$result")
   dup_missed=$(field dup_missed "$result")
   if [ "$other" != 0 ] || [ "$errors" != 0 ] || [ "$dup_missed" != 0 ]; then
-    notes+=("note: $label: other statuses $other, transport errors $errors, duplicates not recognized $dup_missed")
+    notes+=("note: $label: $other other statuses, $errors requests without an answer ($unsent of them never sent: open-loop backlog at the 10 s cap), $dup_missed duplicates not recognized")
   fi
   kill -0 "$node_pid" 2>/dev/null || node_failed "the node died during '$label'"
 }
