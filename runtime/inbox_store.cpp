@@ -29,6 +29,11 @@ inbox_store::~inbox_store() = default;
 void inbox_store::connect() {
   conn_.reset();
   auto conn = std::make_unique<pqxx::connection>(url_);
+  // Plan every execution with the statistics of the moment. A cached
+  // generic plan made while a partition was young (or before autovacuum
+  // analyzed it) keeps scanning the open-rows index, which grows with the
+  // backlog: claims slowed from 0.6 ms to 10+ ms under load.
+  pqxx::nontransaction{*conn}.exec("SET plan_cache_mode = force_custom_plan");
   for (auto name : statements)
     conn->prepare(name, named_query(name));
   conn_ = std::move(conn);

@@ -4,15 +4,13 @@
 -- $1: uuid[], $2: bigint[] received_at (µs), $3: bigint[] lease tokens,
 -- $4: text[] states, $5: text[] error classes, $6: text[] messages,
 -- $7: the writer's lease owner name (for the transition log).
+-- Rows are found by primary key with `= ANY`, and the state test is a CASE
+-- so that the open-rows partial index stays out of the plan (see
+-- inbox_claim.sql).
 WITH c AS (
-  SELECT t.request_id,
-         timestamptz 'epoch' + t.received_us * interval '1 microsecond'
-           AS received_at,
-         t.lease_token, t.state, t.error_class, t.error_message
-  FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::text[], $5::text[],
-              $6::text[])
-    AS t(request_id, received_us, lease_token, state, error_class,
-         error_message)
+  SELECT t.request_id, t.lease_token, t.state, t.error_class, t.error_message
+  FROM unnest($1::uuid[], $3::bigint[], $4::text[], $5::text[], $6::text[])
+    AS t(request_id, lease_token, state, error_class, error_message)
 ), done AS (
   UPDATE message_inbox m
   SET lifecycle_state = c.state,
@@ -23,8 +21,13 @@ WITH c AS (
       lease_expires_at = NULL,
       updated_at = now()
   FROM c
-  WHERE m.request_id = c.request_id AND m.received_at = c.received_at
-    AND m.lifecycle_state = 'progress' AND m.lease_token = c.lease_token
+  WHERE m.request_id = ANY($1::uuid[])
+    AND m.received_at = ANY(ARRAY(
+          SELECT timestamptz 'epoch' + us * interval '1 microsecond'
+          FROM unnest($2::bigint[]) AS us))
+    AND m.request_id = c.request_id
+    AND CASE m.lifecycle_state WHEN 'progress' THEN true ELSE false END
+    AND m.lease_token = c.lease_token
   RETURNING m.request_id, m.lifecycle_state
 ), logged AS (
   INSERT INTO inbox_transitions (request_id, from_state, to_state, lease_owner)
