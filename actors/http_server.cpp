@@ -336,7 +336,7 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
                restinio::server_settings_t<traits>{}
                  .address(http.bind)
                  .port(http.port)
-        .max_parallel_connections(http.max_connections)
+                 .max_parallel_connections(http.max_connections)
                  .request_handler([this](auto req) {
                    return handle(std::move(req));
                  })

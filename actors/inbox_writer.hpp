@@ -1,7 +1,7 @@
 #pragma once
 
 #include <chrono>
-#include <memory>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -11,30 +11,33 @@
 
 #include "actors/interfaces.hpp"
 #include "runtime/config.hpp"
-#include "runtime/inbox_store.hpp"
 #include "runtime/node_status.hpp"
 
 namespace butlers {
 
+/// Who waits for the elements of one batch, in the batch's order.
+struct batch_waiters {
+  std::vector<caf::typed_response_promise<append_result>> appends;
+  std::vector<caf::typed_response_promise<claim_result>> claims;
+  std::vector<caf::typed_response_promise<bool>> completions;
+};
+
 struct inbox_writer_state {
   static inline const char* name = "inbox_writer";
-  /// The database; disconnected while the database is unreachable.
-  std::unique_ptr<inbox_store> store;
-  /// What status_atom reports.
-  db_status status;
-  /// The batch being collected, and who waits for each of its elements.
-  inbox_store::batch batch;
-  std::vector<caf::typed_response_promise<append_result>> append_waiters;
-  std::vector<caf::typed_response_promise<claim_result>> claim_waiters;
-  std::vector<caf::typed_response_promise<bool>> complete_waiters;
+  /// The connection actors, whether each is up, and whether each is
+  /// writing a batch right now.
+  std::vector<inbox_connection_actor> connections;
+  std::vector<bool> up;
+  std::vector<bool> busy;
+  /// The last reason a connection went down.
+  std::string last_error;
+  /// Work waiting for a free connection.
+  write_batch pending;
+  batch_waiters pending_waiters;
   /// A flush_atom is in the mailbox.
   bool flush_scheduled = false;
-  /// Delay before the next connection attempt.
-  caf::timespan backoff{std::chrono::milliseconds{100}};
-  /// A connect_atom is pending (avoids stacking timers).
-  bool connect_scheduled = false;
-  /// When partitions were last maintained.
-  std::chrono::steady_clock::time_point last_maintenance;
+  /// What status_atom reports.
+  db_status status;
   database_config cfg;
   node_context_ptr ctx;
   // -- metrics
@@ -46,10 +49,12 @@ struct inbox_writer_state {
   counter* unavailable = nullptr;
   histogram* batch_sizes = nullptr;
   histogram* flush_ms = nullptr;
+  gauge* connections_up = nullptr;
 };
 
-/// Spawn detached: every handler may block in libpqxx. `owner` names this
-/// node in leases; claims hold their lease for `lease_s` seconds.
+/// The persistence actor (see `inbox_writer_actor`). Spawns its connection
+/// actors linked and detached; `owner` names this node in leases, which
+/// last `lease_s` seconds.
 inbox_writer_actor::behavior_type inbox_writer(
   inbox_writer_actor::stateful_pointer<inbox_writer_state> self,
   database_config cfg, std::string owner, uint32_t lease_s,

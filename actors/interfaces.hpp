@@ -19,12 +19,26 @@ namespace butlers {
 // -- persistence
 // ---------------------------------------------------------------
 
-/// The only writer of inbox and lifecycle rows. Runs detached (blocking
-/// libpqxx) with its own connection, applies migrations on connect, and
-/// group-commits: every write request waits in a batch that is flushed in one
-/// transaction when it reaches `database.max_batch` or the mailbox runs
-/// empty; each caller is answered only after the commit. While disconnected
-/// it answers `database_unavailable` at once and reconnects with backoff.
+/// One database connection of the inbox writer. Runs detached (blocking
+/// libpqxx): connects (applying migrations; connection 0 also maintains
+/// partitions), reports up/down to its writer, reconnects with backoff, and
+/// writes each batch it is given in one transaction.
+using inbox_connection_actor = caf::typed_actor<
+  /// Writes the batch in one transaction; `database_unavailable` when the
+  /// connection broke (nothing of the batch was acknowledged).
+  caf::replies_to<write_atom, write_batch>::with<write_result>,
+  /// INTERNAL: (re)connects; re-armed with backoff on failure.
+  caf::reacts_to<connect_atom>,
+  /// INTERNAL: periodic health probe and partition maintenance.
+  caf::reacts_to<caf::tick_atom>>;
+
+/// The persistence actor: the only writer of inbox and lifecycle rows.
+/// Cooperative and non-blocking itself, it owns `database.writer_connections`
+/// connection actors and group-commits: requests accumulate while every
+/// connection is busy, and the moment one is free it takes everything
+/// pending (up to `database.max_batch`) as one transaction. Each caller is
+/// answered only after the commit. With no connection up it answers
+/// `database_unavailable` at once.
 using inbox_writer_actor = caf::typed_actor<
   /// Reports connection and migration health.
   caf::replies_to<status_atom>::with<db_status>,
@@ -36,12 +50,10 @@ using inbox_writer_actor = caf::typed_actor<
   /// Moves a claimed row to a terminal state if its token still matches;
   /// replies false when the lease was lost.
   caf::replies_to<complete_atom, completion>::with<bool>,
-  /// INTERNAL: flushes the pending batch (queued behind current messages).
+  /// INTERNAL: dispatches pending work (queued behind current messages).
   caf::reacts_to<flush_atom>,
-  /// INTERNAL: (re)connects and migrates; re-armed with backoff on failure.
-  caf::reacts_to<connect_atom>,
-  /// INTERNAL: periodic health probe and partition maintenance.
-  caf::reacts_to<caf::tick_atom>>;
+  /// INTERNAL: connection `index` went up (true) or down (false, reason).
+  caf::reacts_to<link_atom, uint32_t, bool, std::string>>;
 
 // -- switchboard
 // ---------------------------------------------------------------

@@ -1,8 +1,8 @@
 #include "actors/node.hpp"
 
 #include <csignal>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <future>
 #include <thread>
 

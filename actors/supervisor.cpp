@@ -34,10 +34,8 @@ void start_group(supervisor_ptr self) {
   if (!st.ctx->status.database_configured)
     return;
   auto& s = st.settings;
-  st.writer = self->spawn<caf::detached + caf::linked>(inbox_writer, s.database,
-                                                       s.node.name,
-                                                       s.switchboard.lease_s,
-                                                       st.ctx);
+  st.writer = self->spawn<caf::linked>(inbox_writer, s.database, s.node.name,
+                                       s.switchboard.lease_s, st.ctx);
   st.switchboard = self->spawn<caf::linked>(switchboard, s.switchboard,
                                             st.writer, st.ctx);
   st.scanner = self->spawn<caf::detached + caf::linked>(inbox_scanner,

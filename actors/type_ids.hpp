@@ -24,6 +24,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(butlers, caf::first_custom_type_id)
   CAF_ADD_ATOM(butlers, butlers, complete_atom, "complete")
   CAF_ADD_ATOM(butlers, butlers, enqueue_atom, "enqueue")
   CAF_ADD_ATOM(butlers, butlers, scan_atom, "scan")
+  CAF_ADD_ATOM(butlers, butlers, write_atom, "write")
+  CAF_ADD_ATOM(butlers, butlers, link_atom, "linkstate")
 
   // -- message types
   // -----------------------------------------------------------
@@ -37,6 +39,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(butlers, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(butlers, (std::vector<butlers::inbox_ref>))
   CAF_ADD_TYPE_ID(butlers, (butlers::claim_result))
   CAF_ADD_TYPE_ID(butlers, (butlers::completion))
+  CAF_ADD_TYPE_ID(butlers, (butlers::write_batch))
+  CAF_ADD_TYPE_ID(butlers, (butlers::write_result))
 
 CAF_END_TYPE_ID_BLOCK(butlers)
 

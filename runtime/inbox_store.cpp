@@ -1,5 +1,6 @@
 #include "runtime/inbox_store.hpp"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include <pqxx/pqxx>
@@ -29,11 +30,6 @@ inbox_store::~inbox_store() = default;
 void inbox_store::connect() {
   conn_.reset();
   auto conn = std::make_unique<pqxx::connection>(url_);
-  // Plan every execution with the statistics of the moment. A cached
-  // generic plan made while a partition was young (or before autovacuum
-  // analyzed it) keeps scanning the open-rows index, which grows with the
-  // backlog: claims slowed from 0.6 ms to 10+ ms under load.
-  pqxx::nontransaction{*conn}.exec("SET plan_cache_mode = force_custom_plan");
   for (auto name : statements)
     conn->prepare(name, named_query(name));
   conn_ = std::move(conn);
@@ -69,8 +65,8 @@ void inbox_store::ping() {
   pqxx::nontransaction{*conn_}.exec("SELECT 1");
 }
 
-inbox_store::batch_result inbox_store::write(const batch& b) {
-  batch_result result;
+write_result inbox_store::write(const write_batch& b) {
+  write_result result;
   pqxx::work tx{*conn_};
   if (!b.appends.empty())
     write_appends(tx, b.appends, result.appends);
@@ -92,6 +88,9 @@ void inbox_store::write_appends(pqxx::work& tx,
   for (size_t i = 0; i < in.size(); ++i)
     if (first.emplace(in[i].dedupe_key, i).second)
       candidates.push_back(i);
+  std::sort(candidates.begin(), candidates.end(), [&](size_t x, size_t y) {
+    return in[x].dedupe_key < in[y].dedupe_key;
+  });
   pg_array ids, received, channel, endpoint, sender, thread, trace, raw, text,
     tier, version, keys;
   for (auto i : candidates) {
@@ -189,6 +188,56 @@ void inbox_store::write_completions(pqxx::work& tx,
   out.clear();
   for (auto& c : in)
     out.push_back(done.count(c.ref.request_id) > 0);
+}
+
+write_result inbox_store::write_each(const write_batch& b) {
+  write_result result;
+  auto attempt = [&](auto&& fn) {
+    try {
+      fn();
+      return true;
+    } catch (const pqxx::broken_connection&) {
+      throw;
+    } catch (const pqxx::in_doubt_error&) {
+      throw;
+    } catch (const std::exception&) {
+      return false;
+    }
+  };
+  for (auto& rec : b.appends) {
+    write_batch one;
+    one.appends.push_back(rec);
+    append_result r;
+    if (attempt([&] {
+          r = write(one).appends.at(0);
+        }))
+      result.appends.push_back(std::move(r));
+    else
+      result.appends.push_back(append_result{});
+  }
+  for (auto& ref : b.claims) {
+    write_batch one;
+    one.claims.push_back(ref);
+    claim_result r;
+    if (attempt([&] {
+          r = write(one).claims.at(0);
+        }))
+      result.claims.push_back(r);
+    else
+      result.claims.push_back(claim_result{});
+  }
+  for (auto& c : b.completions) {
+    write_batch one;
+    one.completions.push_back(c);
+    bool r = false;
+    if (attempt([&] {
+          r = write(one).completions.at(0);
+        }))
+      result.completions.push_back(r);
+    else
+      result.completions.push_back(false);
+  }
+  return result;
 }
 
 std::vector<inbox_ref> inbox_store::scan(uint32_t grace_s, uint32_t limit,

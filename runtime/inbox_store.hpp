@@ -20,24 +20,6 @@ namespace butlers {
 /// mean the database is unreachable and the object must reconnect.
 class inbox_store {
  public:
-  /// Everything one transaction writes.
-  struct batch {
-    std::vector<inbox_record> appends;
-    std::vector<inbox_ref> claims;
-    std::vector<completion> completions;
-    size_t size() const {
-      return appends.size() + claims.size() + completions.size();
-    }
-  };
-
-  /// The outcome of each element of a batch, in the batch's order.
-  struct batch_result {
-    std::vector<append_result> appends;
-    std::vector<claim_result> claims;
-    /// False where the lease token no longer matched (lease lost).
-    std::vector<bool> completions;
-  };
-
   /// `owner` names this node in leases and the transition log; claims hold
   /// their lease for `lease_s` seconds.
   inbox_store(std::string url, std::string owner, uint32_t lease_s);
@@ -65,8 +47,15 @@ class inbox_store {
   void ping();
 
   /// Writes a batch in one transaction. Duplicate dedupe keys inside the
-  /// batch resolve to the first occurrence's request.
-  batch_result write(const batch& b);
+  /// batch resolve to the first occurrence's request. Appends are written
+  /// in dedupe-key order, so concurrent batches on other connections lock
+  /// keys in the same order and cannot deadlock.
+  write_result write(const write_batch& b);
+
+  /// Writes each element in its own transaction, marking the ones that
+  /// fail (see `write_result`): isolates a bad element after a batch failed
+  /// with a statement error. Connection errors still throw.
+  write_result write_each(const write_batch& b);
 
   /// The cold path: `accepted` rows older than `grace_s` and `progress`
   /// rows whose lease expired, received after `after_us` (Unix µs), oldest

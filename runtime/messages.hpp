@@ -117,4 +117,38 @@ typename Inspector::result_type inspect(Inspector& f, completion& x) {
            x.error_class, x.error_message);
 }
 
+/// Everything one transaction of the inbox writes (a group commit).
+struct write_batch {
+  std::vector<inbox_record> appends;
+  std::vector<inbox_ref> claims;
+  std::vector<completion> completions;
+  size_t size() const {
+    return appends.size() + claims.size() + completions.size();
+  }
+};
+
+template<class Inspector>
+typename Inspector::result_type inspect(Inspector& f, write_batch& x) {
+  return f(caf::meta::type_name("write_batch"), x.appends, x.claims,
+           x.completions);
+}
+
+/// The outcome of each element of a `write_batch`, in the batch's order.
+struct write_result {
+  /// An empty request_id marks an element that failed on its own (a
+  /// statement error isolated by retrying the batch element by element).
+  std::vector<append_result> appends;
+  /// Unclaimed where someone else holds the row, it is terminal, or the
+  /// element failed.
+  std::vector<claim_result> claims;
+  /// False where the lease token no longer matched (lease lost).
+  std::vector<bool> completions;
+};
+
+template<class Inspector>
+typename Inspector::result_type inspect(Inspector& f, write_result& x) {
+  return f(caf::meta::type_name("write_result"), x.appends, x.claims,
+           x.completions);
+}
+
 } // namespace butlers

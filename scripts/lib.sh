@@ -49,6 +49,7 @@ as_pg_user() {
 
 # pg_start DIR PORT: initdb DIR/data (if new) and start a server listening on
 # a Unix socket in DIR and on 127.0.0.1:PORT. Exports BUTLERS_PG_* for tests.
+# PG_EXTRA_OPTS adds server options (e.g. "-c wal_init_zero=off").
 pg_start() {
   local dir=$1 port=$2
   mkdir -p "$dir"
@@ -71,7 +72,7 @@ pg_start() {
   as_pg_user "$PGBIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
     -o "-k $dir -p $port -c listen_addresses=127.0.0.1 -c fsync=on \
         -c synchronous_commit=on -c max_connections=200 \
-        -c shared_buffers=256MB" start >/dev/null ||
+        -c shared_buffers=256MB ${PG_EXTRA_OPTS:-}" start >/dev/null ||
     { tail -n 30 "$dir/server.log" >&2; die "PostgreSQL did not start"; }
   export BUTLERS_PG_DIR=$dir BUTLERS_PG_PORT=$port BUTLERS_PG_BIN=$PGBIN
 }
