@@ -11,7 +11,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <regex>
 #include <sstream>
 #include <stdexcept>
 
@@ -171,12 +170,13 @@ node_process::~node_process() {
 
 std::optional<uint16_t> node_process::wait_listening(
   std::chrono::milliseconds timeout) {
-  static const std::regex listening{R"("event":"listening".*"port":(\d+))"};
   auto deadline = clock_type::now() + timeout;
   for (;;) {
-    std::smatch m;
-    if (std::regex_search(out_, m, listening))
-      return static_cast<uint16_t>(std::stoi(m[1].str()));
+    auto event = out_.find(R"("event":"listening")");
+    auto port = out_.find(R"("port":)", event == std::string::npos ? 0 : event);
+    auto end = port == std::string::npos ? port : out_.find('}', port);
+    if (event != std::string::npos && end != std::string::npos)
+      return static_cast<uint16_t>(std::stoi(out_.substr(port + 7)));
     pollfd p{out_fd_, POLLIN, 0};
     if (::poll(&p, 1, remaining_ms(deadline)) != 1)
       return std::nullopt;

@@ -4,7 +4,6 @@
 
 #include <cstdlib>
 #include <random>
-#include <regex>
 #include <stdexcept>
 
 #include <pqxx/pqxx>
@@ -26,8 +25,13 @@ std::string fresh_database(const std::string& prefix) {
   pqxx::connection conn{base};
   pqxx::nontransaction tx{conn};
   tx.exec("CREATE DATABASE " + tx.quote_name(name));
-  static const std::regex dbname{R"(dbname=\S+)"};
-  return std::regex_replace(base, dbname, "dbname=" + name);
+  // key=value form (scripts/test.sh): replace the dbname value.
+  auto pos = base.find("dbname=");
+  if (pos == std::string::npos)
+    throw std::runtime_error("BUTLERS_TEST_DATABASE_URL has no dbname=");
+  auto end = base.find(' ', pos);
+  return base.substr(0, pos) + "dbname=" + name
+         + (end == std::string::npos ? "" : base.substr(end));
 }
 
 } // namespace butlers::test
