@@ -256,35 +256,43 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
     enter();
     auto timeout = std::chrono::milliseconds{settings.http.request_timeout_ms};
     auto self_ptr = shared_from_this();
-    sys.spawn([self_ptr, req, sb, timeout, started,
-               rec = std::move(*parsed.record)](
-                caf::event_based_actor* bridge) mutable {
-      bridge->request(sb, timeout, ingest_atom_v, std::move(rec))
-        .then(
-          [self_ptr, req, started](const append_result& res) {
-            std::string reply = R"({"request_id":)"
-                                + json::quote(res.request_id) + R"(,"status":)"
-                                + (res.duplicate ? R"("deduped")"
-                                                 : R"("accepted")")
-                                + R"(,"duplicate":)"
-                                + (res.duplicate ? "true" : "false") + "}";
-            self_ptr->respond(req, status_line(202), std::move(reply));
-            self_ptr->observe(started);
-            self_ptr->leave();
-          },
-          [self_ptr, req, started](const caf::error& err) {
-            auto code = code_of(err);
-            auto msg = message_of(err);
-            if (code == butlers_errc::timeout)
-              msg = "no answer within http.request_timeout_ms; the request "
-                    "may or may not be stored, retry with the same key";
-            if (msg.empty())
-              msg = to_string(code);
-            self_ptr->respond_error(req, code, msg);
-            self_ptr->observe(started);
-            self_ptr->leave();
-          });
-    });
+    // Everything the bridge needs travels as spawn arguments, not lambda
+    // captures: CAF 0.17.6 dereferences a null argument tuple when a
+    // function actor is spawned without arguments (UBSan reports it).
+    sys.spawn(
+      [](caf::event_based_actor* bridge, std::shared_ptr<impl> self_ptr,
+         request_handle req, switchboard_actor sb,
+         std::chrono::milliseconds timeout,
+         std::chrono::steady_clock::time_point started, inbox_record rec) {
+        bridge->request(sb, timeout, ingest_atom_v, std::move(rec))
+          .then(
+            [self_ptr, req, started](const append_result& res) {
+              std::string reply = R"({"request_id":)"
+                                  + json::quote(res.request_id)
+                                  + R"(,"status":)"
+                                  + (res.duplicate ? R"("deduped")"
+                                                   : R"("accepted")")
+                                  + R"(,"duplicate":)"
+                                  + (res.duplicate ? "true" : "false") + "}";
+              self_ptr->respond(req, status_line(202), std::move(reply));
+              self_ptr->observe(started);
+              self_ptr->leave();
+            },
+            [self_ptr, req, started](const caf::error& err) {
+              auto code = code_of(err);
+              auto msg = message_of(err);
+              if (code == butlers_errc::timeout)
+                msg = "no answer within http.request_timeout_ms; the request "
+                      "may or may not be stored, retry with the same key";
+              if (msg.empty())
+                msg = to_string(code);
+              self_ptr->respond_error(req, code, msg);
+              self_ptr->observe(started);
+              self_ptr->leave();
+            });
+      },
+      std::move(self_ptr), req, std::move(sb), timeout, started,
+      std::move(*parsed.record));
   }
 
   void observe(std::chrono::steady_clock::time_point started) {
