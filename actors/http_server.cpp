@@ -131,18 +131,24 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
       expected_auth = "Bearer " + settings.http.token;
   }
 
+  /// `on_written` runs once the response has left (or failed to leave)
+  /// through the socket.
   void respond(const request_handle& req, restinio::http_status_line_t status,
-               std::string body, const char* type = json_type) const {
+               std::string body, const char* type = json_type,
+               restinio::write_status_cb_t on_written = {}) const {
     req->create_response(status)
       .append_header(restinio::http_field::content_type, type)
       .append_header(restinio::http_field::cache_control, "no-store")
       .set_body(std::move(body))
-      .done();
+      .done(std::move(on_written));
   }
 
+  /// `on_written` runs once the response has left (or failed to leave)
+  /// through the socket.
   void respond_error(const request_handle& req, butlers_errc code,
                      const std::string& message,
-                     const std::string& details = "[]") {
+                     const std::string& details = "[]",
+                     restinio::write_status_cb_t on_written = {}) {
     auto status = http_status(code);
     auto resp = req->create_response(status_line(status));
     resp.append_header(restinio::http_field::content_type, json_type);
@@ -151,7 +157,8 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
     if (status == 401)
       resp.append_header(restinio::http_field::www_authenticate,
                          "Bearer realm=\"butlers\"");
-    resp.set_body(error_body(code, message, details)).done();
+    resp.set_body(error_body(code, message, details))
+      .done(std::move(on_written));
   }
 
   bool authorized(const request_handle& req) {
@@ -274,9 +281,13 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
                                                    : R"("accepted")")
                                   + R"(,"duplicate":)"
                                   + (res.duplicate ? "true" : "false") + "}";
-              self_ptr->respond(req, status_line(202), std::move(reply));
+              // In flight until the bytes are out, so a drain that waits
+              // for idle never closes a connection under a pending reply.
               self_ptr->observe(started);
-              self_ptr->leave();
+              self_ptr->respond(req, status_line(202), std::move(reply),
+                                json_type, [self_ptr](const auto&) {
+                                  self_ptr->leave();
+                                });
             },
             [self_ptr, req, started](const caf::error& err) {
               auto code = code_of(err);
@@ -286,9 +297,11 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
                       "may or may not be stored, retry with the same key";
               if (msg.empty())
                 msg = to_string(code);
-              self_ptr->respond_error(req, code, msg);
               self_ptr->observe(started);
-              self_ptr->leave();
+              self_ptr->respond_error(req, code, msg, "[]",
+                                      [self_ptr](const auto&) {
+                                        self_ptr->leave();
+                                      });
             });
       },
       std::move(self_ptr), req, std::move(sb), timeout, started,

@@ -55,6 +55,7 @@ pg_start "$pgdir" "$port"
 pg_createdb "$pgdir" "$port" butlers_test
 export BUTLERS_TEST_DATABASE_URL="host=$pgdir port=$port dbname=butlers_test user=postgres"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$ROOT/test/lsan.supp}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
 

@@ -422,7 +422,8 @@ TEST_F(Ingest, DrainingAnswers503AndFinishesInFlightWork) {
   EXPECT_EQ(held.status, 202) << "in-flight work finishes during the drain";
   auto exit = node_->wait_exit(15s);
   ASSERT_TRUE(exit);
-  EXPECT_EQ(exit->exit_code, 0);
+  EXPECT_EQ(exit->exit_code, 0) << "signal " << exit->signal << "\n"
+                                << exit->err;
   node_.reset();
   EXPECT_EQ(count("SELECT count(*) FROM message_inbox"), 1);
 }
