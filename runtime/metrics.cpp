@@ -49,50 +49,41 @@ metrics_registry::entry* metrics_registry::find(const std::string& name,
   return nullptr;
 }
 
-counter& metrics_registry::get_counter(const std::string& name,
-                                       const std::string& help,
-                                       const std::string& labels) {
+template<class T, class Member, class... Args>
+T& metrics_registry::get_or_add(const std::string& name,
+                                const std::string& help,
+                                const std::string& labels, kind type,
+                                Member member, Args&&... args) {
   std::lock_guard<std::mutex> guard{mtx_};
-  if (auto e = find(name, labels, kind::counter))
-    return *e->c;
+  if (auto e = find(name, labels, type))
+    return *(e->*member);
   auto& e = entries_.emplace_back();
   e.name = name;
   e.help = help;
   e.labels = labels;
-  e.type = kind::counter;
-  e.c = std::make_unique<counter>();
-  return *e.c;
+  e.type = type;
+  e.*member = std::make_unique<T>(std::forward<Args>(args)...);
+  return *(e.*member);
+}
+
+counter& metrics_registry::get_counter(const std::string& name,
+                                       const std::string& help,
+                                       const std::string& labels) {
+  return get_or_add<counter>(name, help, labels, kind::counter, &entry::c);
 }
 
 gauge& metrics_registry::get_gauge(const std::string& name,
                                    const std::string& help,
                                    const std::string& labels) {
-  std::lock_guard<std::mutex> guard{mtx_};
-  if (auto e = find(name, labels, kind::gauge))
-    return *e->g;
-  auto& e = entries_.emplace_back();
-  e.name = name;
-  e.help = help;
-  e.labels = labels;
-  e.type = kind::gauge;
-  e.g = std::make_unique<gauge>();
-  return *e.g;
+  return get_or_add<gauge>(name, help, labels, kind::gauge, &entry::g);
 }
 
 histogram& metrics_registry::get_histogram(const std::string& name,
                                            const std::string& help,
                                            std::vector<double> upper_bounds,
                                            const std::string& labels) {
-  std::lock_guard<std::mutex> guard{mtx_};
-  if (auto e = find(name, labels, kind::histogram))
-    return *e->h;
-  auto& e = entries_.emplace_back();
-  e.name = name;
-  e.help = help;
-  e.labels = labels;
-  e.type = kind::histogram;
-  e.h = std::make_unique<histogram>(std::move(upper_bounds));
-  return *e.h;
+  return get_or_add<histogram>(name, help, labels, kind::histogram, &entry::h,
+                               std::move(upper_bounds));
 }
 
 namespace {

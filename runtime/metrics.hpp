@@ -105,6 +105,10 @@ class metrics_registry {
     std::unique_ptr<histogram> h;
   };
   entry* find(const std::string& name, const std::string& labels, kind type);
+  template<class T, class Member, class... Args>
+  T& get_or_add(const std::string& name, const std::string& help,
+                const std::string& labels, kind type, Member member,
+                Args&&... args);
   mutable std::mutex mtx_;
   std::deque<entry> entries_;
 };

@@ -93,6 +93,22 @@ void run_concurrently(int n, F f) {
     t.join();
 }
 
+/// Holds the writer's next transaction on a table lock, so that requests
+/// stay in flight for exactly as long as a test needs them to.
+class table_lock {
+ public:
+  explicit table_lock(const std::string& url) : conn_(url), tx_(conn_) {
+    tx_.exec("LOCK TABLE inbox_dedupe IN EXCLUSIVE MODE");
+  }
+  void release() {
+    tx_.commit();
+  }
+
+ private:
+  pqxx::connection conn_;
+  pqxx::work tx_;
+};
+
 class Ingest : public ::testing::Test {
  protected:
   /// Starts a node on this test's database; `extra` adds TOML tables,
@@ -137,6 +153,31 @@ class Ingest : public ::testing::Test {
 
   std::string metrics() {
     return http_->get("/metrics").body;
+  }
+
+  /// Sends `n` ingests (keys `<prefix>0..n-1`) at once while a table lock
+  /// holds the writer, releases it once all `n` wait for their commit, and
+  /// returns the replies: everything arrives in the writer's queue together.
+  std::vector<http_response> ingest_all_at_once(int n,
+                                                const std::string& prefix) {
+    table_lock lock{url_};
+    std::vector<http_response> replies(n);
+    std::thread release{[&] {
+      EXPECT_TRUE(eventually(
+        [&] {
+          return metric(http_client{"127.0.0.1", port_}.get("/metrics").body,
+                        "butlers_switchboard_inflight_requests")
+                 == n;
+        },
+        20s));
+      lock.release();
+    }};
+    run_concurrently(n, [&](int i) {
+      replies[i] = http_client{"127.0.0.1", port_}
+                     .post("/v1/ingest", envelope(prefix + std::to_string(i)));
+    });
+    release.join();
+    return replies;
   }
 
   int64_t count(const std::string& sql) {
@@ -269,22 +310,6 @@ TEST_F(Ingest, BearerTokenRequired) {
   EXPECT_EQ(ingest(envelope("auth-1")).status, 202);
 }
 
-/// Holds the writer's next transaction on a table lock, so that requests
-/// stay in flight for exactly as long as a test needs them to.
-class table_lock {
- public:
-  explicit table_lock(const std::string& url) : conn_(url), tx_(conn_) {
-    tx_.exec("LOCK TABLE inbox_dedupe IN EXCLUSIVE MODE");
-  }
-  void release() {
-    tx_.commit();
-  }
-
- private:
-  pqxx::connection conn_;
-  pqxx::work tx_;
-};
-
 TEST_F(Ingest, AdmissionFullAnswers429WithRetryAfter) {
   start("[switchboard]\nmax_in_flight = 2\n");
   table_lock lock{url_};
@@ -321,24 +346,8 @@ TEST_F(Ingest, AdmissionFullAnswers429WithRetryAfter) {
 TEST_F(Ingest, ConcurrentCallersShareGroupCommits) {
   start("[switchboard]\nmax_in_flight = 1000\n");
   // The first transaction waits on the lock while all callers queue up.
-  table_lock lock{url_};
   constexpr int callers = 60;
-  std::vector<http_response> replies(callers);
-  std::thread release{[&] {
-    EXPECT_TRUE(eventually(
-      [&] {
-        return metric(http_client{"127.0.0.1", port_}.get("/metrics").body,
-                      "butlers_switchboard_inflight_requests")
-               == callers;
-      },
-      20s));
-    lock.release();
-  }};
-  run_concurrently(callers, [&](int i) {
-    replies[i] = http_client{"127.0.0.1", port_}
-                   .post("/v1/ingest", envelope("batch-" + std::to_string(i)));
-  });
-  release.join();
+  auto replies = ingest_all_at_once(callers, "batch-");
   for (auto& r : replies)
     ASSERT_EQ(r.status, 202) << r.body << r.error;
   EXPECT_EQ(metric(metrics(), "butlers_inbox_writer_rows_total{op=\"append\"}"),
@@ -356,24 +365,8 @@ TEST_F(Ingest, FullQueueDefersToTheColdPath) {
   start("[switchboard]\nqueue_capacity = 5\nworkers = 1\n"
         "scanner_interval_s = 1\nscanner_grace_s = 1\n"
         "scanner_batch_size = 5\n");
-  table_lock lock{url_};
   constexpr int callers = 30;
-  std::vector<http_response> replies(callers);
-  std::thread release{[&] {
-    EXPECT_TRUE(eventually(
-      [&] {
-        return metric(http_client{"127.0.0.1", port_}.get("/metrics").body,
-                      "butlers_switchboard_inflight_requests")
-               == callers;
-      },
-      20s));
-    lock.release();
-  }};
-  run_concurrently(callers, [&](int i) {
-    replies[i] = http_client{"127.0.0.1", port_}
-                   .post("/v1/ingest", envelope("cold-" + std::to_string(i)));
-  });
-  release.join();
+  auto replies = ingest_all_at_once(callers, "cold-");
   for (auto& r : replies)
     ASSERT_EQ(r.status, 202) << "stored means accepted, queue or not";
   EXPECT_GT(metric(metrics(), "butlers_buffer_backpressure_total"), 0);
