@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include <caf/actor_cast.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/spawn_options.hpp>
 #include <spdlog/spdlog.h>
@@ -147,6 +148,20 @@ inbox_writer_actor::behavior_type inbox_writer(
   inbox_writer_actor::stateful_pointer<inbox_writer_state> self,
   database_config cfg, std::string owner, uint32_t lease_s,
   node_context_ptr ctx) {
+  auto db = cfg;
+  auto make = [db, owner, lease_s](writer_ptr writer, uint32_t index) {
+    return writer
+      ->spawn<caf::detached + caf::linked>(inbox_connection, index, db, owner,
+                                           lease_s,
+                                           caf::actor_cast<inbox_writer_actor>(
+                                             writer));
+  };
+  return inbox_writer_with(self, std::move(cfg), std::move(ctx), make);
+}
+
+inbox_writer_actor::behavior_type inbox_writer_with(
+  inbox_writer_actor::stateful_pointer<inbox_writer_state> self,
+  database_config cfg, node_context_ptr ctx, connection_factory make) {
   auto& st = self->state;
   st.cfg = std::move(cfg);
   st.ctx = std::move(ctx);
@@ -171,11 +186,8 @@ inbox_writer_actor::behavior_type inbox_writer(
   st.connections_up = &m.get_gauge("butlers_inbox_writer_connections_up",
                                    "Writer connections that are up");
   auto n = std::max<uint32_t>(1, st.cfg.writer_connections);
-  auto hdl = caf::actor_cast<inbox_writer_actor>(self);
   for (uint32_t i = 0; i < n; ++i)
-    st.connections.push_back(
-      self->spawn<caf::detached + caf::linked>(inbox_connection, i, st.cfg,
-                                               owner, lease_s, hdl));
+    st.connections.push_back(make(self, i));
   st.up.assign(n, false);
   st.busy.assign(n, false);
   return {

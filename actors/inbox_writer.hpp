@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,11 @@ struct inbox_writer_state {
   gauge* connections_up = nullptr;
 };
 
+/// Spawns connection `index` of `writer`, linked to it.
+using connection_factory = std::function<inbox_connection_actor(
+  inbox_writer_actor::stateful_pointer<inbox_writer_state> writer,
+  uint32_t index)>;
+
 /// The persistence actor (see `inbox_writer_actor`). Spawns its connection
 /// actors linked and detached; `owner` names this node in leases, which
 /// last `lease_s` seconds.
@@ -59,5 +65,11 @@ inbox_writer_actor::behavior_type inbox_writer(
   inbox_writer_actor::stateful_pointer<inbox_writer_state> self,
   database_config cfg, std::string owner, uint32_t lease_s,
   node_context_ptr ctx);
+
+/// The same with its connections made by `make`: tests pass fakes that
+/// implement `inbox_connection_actor`.
+inbox_writer_actor::behavior_type inbox_writer_with(
+  inbox_writer_actor::stateful_pointer<inbox_writer_state> self,
+  database_config cfg, node_context_ptr ctx, connection_factory make);
 
 } // namespace butlers

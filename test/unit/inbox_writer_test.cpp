@@ -1,0 +1,225 @@
+// Group commit in the persistence actor, deterministically (CAF's
+// test_coordinator) over fake connections that implement the real
+// connection actor's typed interface: what accumulates while connections
+// are busy, batch limits, and failing fast when the database is gone.
+
+#include <memory>
+#include <variant>
+#include <vector>
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/after.hpp>
+#include <caf/scheduler/test_coordinator.hpp>
+#include <caf/scoped_actor.hpp>
+#include <caf/spawn_options.hpp>
+#include <gtest/gtest.h>
+
+#include "actors/inbox_writer.hpp"
+
+namespace butlers {
+namespace {
+
+using namespace std::chrono_literals;
+
+/// What the fake connections saw, and the batches they have not answered.
+struct connection_script {
+  bool announce_up = true;
+  /// Lost (tick_atom): like the real connection, answers every write with
+  /// database_unavailable until it reconnects.
+  bool lost = false;
+  std::vector<size_t> batch_sizes;
+  std::vector<std::pair<write_batch, caf::typed_response_promise<write_result>>>
+    held;
+};
+
+write_result success(const write_batch& b) {
+  write_result r;
+  for (auto& rec : b.appends)
+    r.appends.push_back(append_result{rec.context.request_id, false});
+  for (size_t i = 0; i < b.claims.size(); ++i)
+    r.claims.push_back(claim_result{true, 1});
+  r.completions.assign(b.completions.size(), true);
+  return r;
+}
+
+/// Holds every batch until told: connect_atom commits all held batches,
+/// tick_atom loses the connection (held batches fail, the writer is told).
+inbox_connection_actor::behavior_type fake_connection(
+  inbox_connection_actor::pointer self, uint32_t index,
+  std::shared_ptr<connection_script> script, inbox_writer_actor writer) {
+  if (script->announce_up)
+    self->send(writer, link_atom_v, index, true, std::string{});
+  return {
+    [self, script](write_atom,
+                   write_batch& batch) -> caf::result<write_result> {
+      if (script->lost)
+        return caf::error{butlers_errc::database_unavailable,
+                          std::string{"database unavailable"}};
+      script->batch_sizes.push_back(batch.size());
+      auto rp = self->make_response_promise<write_result>();
+      script->held.emplace_back(std::move(batch), rp);
+      return rp;
+    },
+    [script](connect_atom) {
+      auto held = std::move(script->held);
+      script->held.clear();
+      for (auto& [batch, rp] : held)
+        rp.deliver(success(batch));
+    },
+    [self, script, index, writer](caf::tick_atom) {
+      script->lost = true;
+      auto held = std::move(script->held);
+      script->held.clear();
+      for (auto& [batch, rp] : held)
+        rp.deliver(caf::error{butlers_errc::database_unavailable,
+                              std::string{"connection lost"}});
+      self->send(writer, link_atom_v, index, false,
+                 std::string{"connection lost"});
+    },
+  };
+}
+
+struct InboxWriter : ::testing::Test {
+  static caf::actor_system_config& init(caf::actor_system_config& cfg) {
+    register_types(cfg);
+    cfg.set("scheduler.policy", caf::atom("testing"));
+    return cfg;
+  }
+
+  caf::actor_system_config cfg;
+  caf::actor_system sys{init(cfg)};
+  caf::scheduler::test_coordinator& sched = dynamic_cast<
+    caf::scheduler::test_coordinator&>(sys.scheduler());
+  caf::scoped_actor self{sys};
+  std::shared_ptr<connection_script>
+    script = std::make_shared<connection_script>();
+  node_context_ptr ctx = std::make_shared<node_context>();
+  inbox_writer_actor writer;
+  inbox_connection_actor connection;
+
+  void start(uint32_t max_batch = 256) {
+    database_config db;
+    db.max_batch = max_batch;
+    db.writer_connections = 1;
+    auto s = script;
+    auto* conn = &connection;
+    writer = sys.spawn(inbox_writer_with, db, ctx,
+                       connection_factory{[s, conn](auto w, uint32_t i) {
+                         *conn = w->template spawn<
+                           caf::linked>(fake_connection, i, s,
+                                        caf::actor_cast<inbox_writer_actor>(w));
+                         return *conn;
+                       }});
+    sched.run();
+  }
+
+  ~InboxWriter() override {
+    self->send_exit(writer, caf::exit_reason::user_shutdown);
+    sched.run();
+  }
+
+  void append(int i) {
+    inbox_record r;
+    r.context.request_id = "id-" + std::to_string(i);
+    r.dedupe_key = "k-" + std::to_string(i);
+    self->send(writer, append_atom_v, std::move(r));
+  }
+
+  /// Collects the replies now in our mailbox: ids, or error codes.
+  std::vector<std::variant<std::string, butlers_errc>> replies() {
+    std::vector<std::variant<std::string, butlers_errc>> out;
+    bool more = true;
+    while (more)
+      self->receive(
+        [&](append_result& r) {
+          out.emplace_back(r.request_id);
+        },
+        [&](caf::error& err) {
+          out.emplace_back(code_of(err));
+        },
+        caf::after(0s) >>
+          [&] {
+            more = false;
+          });
+    return out;
+  }
+};
+
+TEST_F(InboxWriter, UnavailableAtOnceWithoutAConnection) {
+  script->announce_up = false;
+  start();
+  append(1);
+  sched.run();
+  auto r = replies();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(std::get<butlers_errc>(r[0]), butlers_errc::database_unavailable);
+  EXPECT_TRUE(script->batch_sizes.empty());
+  EXPECT_FALSE(ctx->status.database_ready);
+}
+
+TEST_F(InboxWriter, GroupsWhatArrivesWhileTheConnectionIsBusy) {
+  start();
+  EXPECT_TRUE(ctx->status.database_ready);
+  for (int i = 0; i < 5; ++i)
+    append(i);
+  sched.run();
+  // The flush token queued behind the five: one transaction for all.
+  ASSERT_EQ(script->batch_sizes, std::vector<size_t>{5});
+  for (int i = 5; i < 15; ++i)
+    append(i);
+  sched.run();
+  EXPECT_EQ(script->batch_sizes.size(), 1u) << "the connection is busy";
+  EXPECT_TRUE(replies().empty()) << "nobody is answered before the commit";
+  self->send(connection, connect_atom_v); // commit the first batch
+  sched.run();
+  EXPECT_EQ(replies().size(), 5u);
+  // The moment the connection was free it took all ten that waited.
+  ASSERT_EQ(script->batch_sizes, (std::vector<size_t>{5, 10}));
+  self->send(connection, connect_atom_v);
+  sched.run();
+  auto r = replies();
+  ASSERT_EQ(r.size(), 10u);
+  EXPECT_EQ(std::get<std::string>(r[0]), "id-5");
+  EXPECT_EQ(ctx->metrics.get_counter("butlers_inbox_writer_commits_total", "")
+              .value(),
+            2u);
+}
+
+TEST_F(InboxWriter, BatchesNeverExceedMaxBatch) {
+  start(4);
+  for (int i = 0; i < 10; ++i)
+    append(i);
+  sched.run();
+  for (int round = 0; round < 3; ++round) {
+    self->send(connection, connect_atom_v);
+    sched.run();
+  }
+  EXPECT_EQ(script->batch_sizes, (std::vector<size_t>{4, 4, 2}));
+  EXPECT_EQ(replies().size(), 10u);
+}
+
+TEST_F(InboxWriter, LosingTheDatabaseFailsEveryWaiterAtOnce) {
+  start();
+  for (int i = 0; i < 3; ++i)
+    append(i);
+  sched.run(); // three in flight on the connection
+  for (int i = 3; i < 5; ++i)
+    append(i);
+  sched.run();                              // two pending behind them
+  self->send(connection, caf::tick_atom_v); // the connection breaks
+  sched.run();
+  auto r = replies();
+  ASSERT_EQ(r.size(), 5u);
+  for (auto& x : r)
+    EXPECT_EQ(std::get<butlers_errc>(x), butlers_errc::database_unavailable);
+  EXPECT_FALSE(ctx->status.database_ready);
+  append(9);
+  sched.run();
+  r = replies();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(std::get<butlers_errc>(r[0]), butlers_errc::database_unavailable);
+}
+
+} // namespace
+} // namespace butlers
