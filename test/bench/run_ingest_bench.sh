@@ -195,7 +195,11 @@ load() {
   local label=$1 offered=$2
   shift 2
   log "run: $label"
-  # Checkpoint first, so no run pays for the previous run's dirty pages.
+  # Every run starts from an empty inbox: a saturation run leaves a backlog
+  # that the cold path would drain during the next run, competing with it
+  # for the writer. Then checkpoint, so no run pays for the previous run's
+  # dirty pages.
+  psql_bench "TRUNCATE message_inbox, inbox_dedupe, inbox_transitions" >/dev/null
   psql_bench "CHECKPOINT" >/dev/null
   local out
   out=$(timeout --kill-after=5 $((warmup + duration + 30)) "$load_bin" \
