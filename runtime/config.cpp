@@ -782,6 +782,27 @@ std::vector<config_error> validate_settings(const node_settings& s) {
     errors.push_back(config_error{s.path, pos.line, pos.column, std::move(key),
                                   std::move(msg)});
   };
+  // Names of [[butler]] and [[connector]] entries are unique: entry `i` of
+  // `items` is reported against the first entry with its name.
+  auto check_unique_name = [&](const auto& items, size_t i,
+                               const std::string& kind) {
+    auto& name = items[i].name;
+    if (name.empty())
+      return;
+    for (size_t j = 0; j < i; ++j) {
+      if (items[j].name != name)
+        continue;
+      auto prefix = kind + "[" + std::to_string(i) + "]";
+      auto first = kind + "[" + std::to_string(j) + "]";
+      auto first_pos = where(s, {first + ".name", first});
+      auto at = first_pos.line > 0
+                  ? first + ", line " + std::to_string(first_pos.line)
+                  : first;
+      error(where(s, {prefix + ".name", prefix}), prefix + ".name",
+            "duplicate " + kind + " name '" + name + "' (first in " + at + ")");
+      return;
+    }
+  };
   // HTTP.
   if (s.http.enabled && !is_loopback(s.http.bind) && s.http.token.empty())
     error(where(s, {"http.bind", "http"}), "http.bind",
@@ -797,20 +818,7 @@ std::vector<config_error> validate_settings(const node_settings& s) {
       error(where(s, {prefix + ".node", prefix}), prefix + ".node",
             "runs on node '" + b.node
               + "', which requires cluster.enabled = true");
-    if (b.name.empty())
-      continue;
-    for (size_t j = 0; j < i; ++j) {
-      if (s.butlers[j].name != b.name)
-        continue;
-      auto first = "butler[" + std::to_string(j) + "]";
-      auto first_pos = where(s, {first + ".name", first});
-      auto at = first_pos.line > 0
-                  ? first + ", line " + std::to_string(first_pos.line)
-                  : first;
-      error(where(s, {prefix + ".name", prefix}), prefix + ".name",
-            "duplicate butler name '" + b.name + "' (first in " + at + ")");
-      break;
-    }
+    check_unique_name(s.butlers, i, "butler");
   }
   // Connectors.
   for (size_t i = 0; i < s.connectors.size(); ++i) {
@@ -822,20 +830,7 @@ std::vector<config_error> validate_settings(const node_settings& s) {
     if (c.type == "http" && c.enabled && !s.http.enabled)
       error(where(s, {prefix + ".type", prefix}), prefix + ".type",
             "an 'http' connector requires http.enabled = true");
-    if (c.name.empty())
-      continue;
-    for (size_t j = 0; j < i; ++j) {
-      if (s.connectors[j].name != c.name)
-        continue;
-      auto first = "connector[" + std::to_string(j) + "]";
-      auto first_pos = where(s, {first + ".name", first});
-      auto at = first_pos.line > 0
-                  ? first + ", line " + std::to_string(first_pos.line)
-                  : first;
-      error(where(s, {prefix + ".name", prefix}), prefix + ".name",
-            "duplicate connector name '" + c.name + "' (first in " + at + ")");
-      break;
-    }
+    check_unique_name(s.connectors, i, "connector");
   }
   // Cluster.
   auto& cl = s.cluster;
