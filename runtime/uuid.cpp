@@ -8,8 +8,7 @@ namespace butlers {
 
 namespace {
 
-/// (unix_ms << 12) | counter of the last UUID handed out.
-std::atomic<uint64_t> last_stamp{0};
+uuid_v7_generator process_generator;
 
 uint64_t random_bits() {
   thread_local std::mt19937_64 engine{[] {
@@ -74,14 +73,14 @@ uint64_t uuid::unix_ms() const {
   return ms;
 }
 
-uuid make_uuid_v7(uint64_t now_unix_ms) {
+uuid uuid_v7_generator::next(uint64_t now_unix_ms) {
   auto candidate = now_unix_ms << 12;
-  auto prev = last_stamp.load(std::memory_order_relaxed);
+  auto prev = last_stamp_.load(std::memory_order_relaxed);
   uint64_t stamp;
   do {
     stamp = candidate > prev ? candidate : prev + 1;
   } while (
-    !last_stamp.compare_exchange_weak(prev, stamp, std::memory_order_relaxed));
+    !last_stamp_.compare_exchange_weak(prev, stamp, std::memory_order_relaxed));
   auto ms = stamp >> 12;
   auto counter = stamp & 0x0FFF;
   auto rnd = random_bits();
@@ -101,7 +100,7 @@ uuid make_uuid_v7() {
   using namespace std::chrono;
   auto now = duration_cast<milliseconds>(
     system_clock::now().time_since_epoch());
-  return make_uuid_v7(static_cast<uint64_t>(now.count()));
+  return process_generator.next(static_cast<uint64_t>(now.count()));
 }
 
 } // namespace butlers

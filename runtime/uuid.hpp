@@ -1,6 +1,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -37,15 +38,23 @@ struct uuid {
   }
 };
 
-/// Generates a UUIDv7 (RFC 9562 §5.7): 48 bits of Unix milliseconds, then a
+/// Generates UUIDv7s (RFC 9562 §5.7): 48 bits of Unix milliseconds, then a
 /// 12-bit counter in `rand_a` (method 1 of §6.2), then 62 random bits.
-/// Values are strictly increasing process-wide, across threads, also within
-/// one millisecond: the (milliseconds, counter) pair advances through one
-/// atomic compare-and-swap, and a counter overflow borrows the next
+/// Values are strictly increasing per generator, across threads, also
+/// within one millisecond: the (milliseconds, counter) pair advances through
+/// one atomic compare-and-swap, and a counter overflow borrows the next
 /// millisecond instead of wrapping. Thread-safe and lock-free.
-uuid make_uuid_v7();
+class uuid_v7_generator {
+ public:
+  /// The next id, with the clock reading supplied.
+  uuid next(uint64_t now_unix_ms);
 
-/// Same as `make_uuid_v7`, with the clock reading supplied (for tests).
-uuid make_uuid_v7(uint64_t now_unix_ms);
+ private:
+  /// (unix_ms << 12) | counter of the last id handed out.
+  std::atomic<uint64_t> last_stamp_{0};
+};
+
+/// The next id of the process-wide generator, at the current time.
+uuid make_uuid_v7();
 
 } // namespace butlers

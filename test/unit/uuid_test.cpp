@@ -10,7 +10,8 @@ namespace butlers {
 namespace {
 
 TEST(Uuid, LayoutFollowsRfc9562) {
-  auto id = make_uuid_v7(0x0123456789AB);
+  uuid_v7_generator gen;
+  auto id = gen.next(0x0123456789AB);
   EXPECT_EQ(id.version(), 7);
   EXPECT_EQ(id.bytes[8] & 0xC0, 0x80) << "variant must be 10xx";
   EXPECT_EQ(id.unix_ms(), 0x0123456789ABu);
@@ -39,9 +40,10 @@ TEST(Uuid, MonotonicWithinOneMillisecond) {
   // The same clock reading 5,000 times: the 12-bit counter runs out and
   // borrows the next millisecond instead of wrapping.
   const uint64_t ms = 1'900'000'000'000;
-  auto prev = make_uuid_v7(ms);
+  uuid_v7_generator gen;
+  auto prev = gen.next(ms);
   for (int i = 0; i < 5000; ++i) {
-    auto next = make_uuid_v7(ms);
+    auto next = gen.next(ms);
     ASSERT_LT(prev, next) << "at " << i;
     ASSERT_LT(prev.to_string(), next.to_string());
     prev = next;
@@ -50,8 +52,9 @@ TEST(Uuid, MonotonicWithinOneMillisecond) {
 }
 
 TEST(Uuid, ClockGoingBackwardsStillIncreases) {
-  auto a = make_uuid_v7(2'000'000'000'000);
-  auto b = make_uuid_v7(1'000'000'000'000);
+  uuid_v7_generator gen;
+  auto a = gen.next(2'000'000'000'000);
+  auto b = gen.next(1'000'000'000'000);
   EXPECT_LT(a, b);
 }
 
