@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -549,13 +550,30 @@ TEST_F(Ingest, SigkillDuringIngestLosesNothingAndProcessesOnce) {
   std::atomic<uint16_t> port{port_};
   std::mutex mtx;
   std::map<std::string, std::string> acked; // key -> request id
+  std::atomic<bool> give_up{false};
   std::vector<std::thread> threads;
+  // Whatever happens below, the clients stop and are joined before the
+  // test's locals go away (a failed ASSERT returns early).
+  auto join_clients = [&] {
+    for (auto& t : threads)
+      if (t.joinable())
+        t.join();
+  };
+  struct on_exit {
+    std::function<void()> f;
+    ~on_exit() {
+      f();
+    }
+  } guard{[&] {
+    give_up = true;
+    join_clients();
+  }};
   for (int c = 0; c < clients; ++c)
     threads.emplace_back([&] {
-      for (int i; (i = next++) < total;) {
+      for (int i; !give_up && (i = next++) < total;) {
         auto key = "crash-" + std::to_string(i);
         // Retry until acknowledged: across the kill and the restart.
-        for (;;) {
+        while (!give_up) {
           http_client client{"127.0.0.1", port.load(), 5s};
           auto r = client.post("/v1/ingest", envelope(key));
           if (r.status == 202) {
@@ -571,11 +589,13 @@ TEST_F(Ingest, SigkillDuringIngestLosesNothingAndProcessesOnce) {
         }
       }
     });
+  // Kill once a good part is acknowledged (under sanitizers the node is
+  // much slower, hence the low bar and the long wait).
   ASSERT_TRUE(eventually(
     [&] {
-      return acks >= 1500;
+      return acks >= 500;
     },
-    60s));
+    120s));
   node_->signal(SIGKILL);
   auto killed = node_->wait_exit(10s);
   ASSERT_TRUE(killed);
@@ -590,8 +610,7 @@ TEST_F(Ingest, SigkillDuringIngestLosesNothingAndProcessesOnce) {
                   std::map<std::string, std::string>{
                     {"BUTLERS_DATABASE_URL", url_}});
   ASSERT_TRUE(node_->wait_listening()) << node_->log();
-  for (auto& t : threads)
-    t.join();
+  join_clients();
   EXPECT_LT(acked_before_kill, total) << "the kill happened mid-ingest";
   ASSERT_EQ(acked.size(), size_t{total});
   // Every acknowledged message reaches a terminal state exactly once.
