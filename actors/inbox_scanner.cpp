@@ -60,16 +60,26 @@ inbox_scanner_actor::behavior_type inbox_scanner(
         return;
       }
       auto found = static_cast<uint32_t>(refs.size());
-      auto last_us = refs.back().received_at_us;
+      std::vector<int64_t> stamps;
+      stamps.reserve(refs.size());
+      for (auto& ref : refs)
+        stamps.push_back(ref.received_at_us);
       spdlog::info("scanner: found {} message(s) to recover", found);
       self->request(st.switchboard, 10s, enqueue_atom_v, std::move(refs))
         .then(
-          [self, found, last_us, interval](uint32_t taken) {
+          [self, stamps, interval](uint32_t taken) {
+            // The switchboard takes a prefix of the page. While it takes
+            // any, continue right after the last one taken (the queue
+            // drains as workers finish); when it takes none (full), or the
+            // backlog is done, wait the interval.
             auto& st = self->state;
-            bool more = found == st.cfg.scanner_batch_size && taken == found;
-            st.cursor_us = more ? last_us : 0;
-            self->delayed_send(self, more ? drain_delay : interval,
-                               scan_atom_v);
+            if (taken > 0) {
+              st.cursor_us = stamps[taken - 1];
+              self->delayed_send(self, drain_delay, scan_atom_v);
+            } else {
+              st.cursor_us = 0;
+              self->delayed_send(self, interval, scan_atom_v);
+            }
           },
           [self, interval](const caf::error&) {
             self->state.cursor_us = 0;

@@ -25,11 +25,11 @@ struct inbox_scanner_state {
   int64_t cursor_us = 0;
 };
 
-/// Spawn detached: sweeps block in libpqxx. A sweep that filled its batch
-/// and had it all accepted by the switchboard is followed almost at once by
-/// the next page (burst drain: the spec's 50 rows per 30 s would take hours
-/// for a backlog); otherwise the cursor resets and the next sweep waits
-/// `scanner_interval_s`.
+/// Spawn detached: sweeps block in libpqxx. While the switchboard takes
+/// rows from a sweep, the next sweep follows almost at once, after the last
+/// row taken (burst drain: the spec's 50 rows per 30 s would take hours for
+/// a backlog); when it takes none, or nothing is found, the cursor resets
+/// and the next sweep waits `scanner_interval_s`.
 inbox_scanner_actor::behavior_type inbox_scanner(
   inbox_scanner_actor::stateful_pointer<inbox_scanner_state> self,
   std::string database_url, switchboard_config cfg,
