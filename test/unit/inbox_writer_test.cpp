@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "actors/inbox_writer.hpp"
+#include "test/support/deterministic.hpp"
 
 namespace butlers {
 namespace {
@@ -80,21 +81,9 @@ inbox_connection_actor::behavior_type fake_connection(
   };
 }
 
-struct InboxWriter : ::testing::Test {
-  static caf::actor_system_config& init(caf::actor_system_config& cfg) {
-    register_types(cfg);
-    cfg.set("scheduler.policy", caf::atom("testing"));
-    return cfg;
-  }
-
-  caf::actor_system_config cfg;
-  caf::actor_system sys{init(cfg)};
-  caf::scheduler::test_coordinator& sched = dynamic_cast<
-    caf::scheduler::test_coordinator&>(sys.scheduler());
-  caf::scoped_actor self{sys};
+struct InboxWriter : test::deterministic_fixture {
   std::shared_ptr<connection_script>
     script = std::make_shared<connection_script>();
-  node_context_ptr ctx = std::make_shared<node_context>();
   inbox_writer_actor writer;
   inbox_connection_actor connection;
 

@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "actors/switchboard.hpp"
+#include "test/support/deterministic.hpp"
 
 namespace butlers {
 namespace {
@@ -82,20 +83,8 @@ inbox_record record(const std::string& id, const std::string& key) {
   return r;
 }
 
-struct Switchboard : ::testing::Test {
-  static caf::actor_system_config& init(caf::actor_system_config& cfg) {
-    register_types(cfg);
-    cfg.set("scheduler.policy", caf::atom("testing"));
-    return cfg;
-  }
-
-  caf::actor_system_config cfg;
-  caf::actor_system sys{init(cfg)};
-  caf::scheduler::test_coordinator& sched = dynamic_cast<
-    caf::scheduler::test_coordinator&>(sys.scheduler());
-  caf::scoped_actor self{sys};
+struct Switchboard : test::deterministic_fixture {
   std::shared_ptr<writer_script> script = std::make_shared<writer_script>();
-  node_context_ptr ctx = std::make_shared<node_context>();
   inbox_writer_actor writer;
   switchboard_actor sb;
 
