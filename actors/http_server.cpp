@@ -152,7 +152,7 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
     auto status = http_status(code);
     auto resp = req->create_response(status_line(status));
     resp.append_header(restinio::http_field::content_type, json_type);
-    if (status == 429 || status == 503)
+    if (status == 429 || status == 503 || status == 504)
       resp.append_header(restinio::http_field::retry_after, "1");
     if (status == 401)
       resp.append_header(restinio::http_field::www_authenticate,

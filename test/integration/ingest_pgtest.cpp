@@ -388,6 +388,29 @@ TEST_F(Ingest, FullQueueDefersToTheColdPath) {
     << "each message completed exactly once";
 }
 
+TEST_F(Ingest, NoCommitWithinTheDeadlineAnswers504) {
+  start("", {}, "request_timeout_ms = 300\n");
+  table_lock lock{url_};
+  auto r = ingest(envelope("slow-1"));
+  EXPECT_EQ(r.status, 504) << r.body;
+  EXPECT_EQ(r.headers["retry-after"], "1");
+  EXPECT_NE(r.body.find(R"("class":"timeout")"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("retry with the same key"), std::string::npos);
+  lock.release();
+  // The late commit went through; the retry finds it instead of a second
+  // row.
+  ASSERT_TRUE(eventually(
+    [&] {
+      return count("SELECT count(*) FROM message_inbox") == 1;
+    },
+    10s));
+  auto retry = ingest(envelope("slow-1"));
+  EXPECT_EQ(retry.status, 202);
+  EXPECT_NE(retry.body.find(R"("duplicate":true)"), std::string::npos)
+    << retry.body;
+  EXPECT_EQ(count("SELECT count(*) FROM message_inbox"), 1);
+}
+
 TEST_F(Ingest, DrainingAnswers503AndFinishesInFlightWork) {
   start();
   table_lock lock{url_};
