@@ -121,25 +121,31 @@ void dispatch(writer_ptr self) {
   }
 }
 
-/// Queues one element; dispatches once the messages already in the
-/// mailbox have joined it (the flush token goes to the back of the queue),
-/// or at once when a full batch is waiting.
-template<class Promise>
-void enqueue(writer_ptr self, std::vector<Promise>& waiters, Promise rp) {
+/// Queues one write of any kind and returns the promise its caller waits
+/// on; with no connection up, answers "unavailable" at once. Dispatches
+/// once the messages already in the mailbox have joined it (the flush token
+/// goes to the back of the queue), or at once when a full batch waits.
+template<class Reply, class Item, class Waiter>
+caf::result<Reply> submit(writer_ptr self,
+                          std::vector<Item> write_batch::*items,
+                          std::vector<Waiter> batch_waiters::*waiters,
+                          Item item) {
   auto& st = self->state;
-  waiters.push_back(std::move(rp));
+  if (!any_up(self)) {
+    st.unavailable->inc();
+    return caf::error{butlers_errc::database_unavailable,
+                      "database unavailable: " + st.last_error};
+  }
+  (st.pending.*items).push_back(std::move(item));
+  auto rp = self->make_response_promise<Reply>();
+  (st.pending_waiters.*waiters).push_back(rp);
   if (st.pending.size() >= st.cfg.max_batch) {
     dispatch(self);
   } else if (!st.flush_scheduled && idle_connection(self) >= 0) {
     st.flush_scheduled = true;
     self->send(self, flush_atom_v);
   }
-}
-
-caf::error unavailable_error(writer_ptr self) {
-  self->state.unavailable->inc();
-  return caf::error{butlers_errc::database_unavailable,
-                    "database unavailable: " + self->state.last_error};
+  return rp;
 }
 
 } // namespace
@@ -195,31 +201,16 @@ inbox_writer_actor::behavior_type inbox_writer_with(
       return self->state.status;
     },
     [self](append_atom, inbox_record& rec) -> caf::result<append_result> {
-      auto& st = self->state;
-      if (!any_up(self))
-        return unavailable_error(self);
-      st.pending.appends.push_back(std::move(rec));
-      auto rp = self->make_response_promise<append_result>();
-      enqueue(self, st.pending_waiters.appends, rp);
-      return rp;
+      return submit<append_result>(self, &write_batch::appends,
+                                   &batch_waiters::appends, std::move(rec));
     },
     [self](claim_atom, inbox_ref& ref) -> caf::result<claim_result> {
-      auto& st = self->state;
-      if (!any_up(self))
-        return unavailable_error(self);
-      st.pending.claims.push_back(std::move(ref));
-      auto rp = self->make_response_promise<claim_result>();
-      enqueue(self, st.pending_waiters.claims, rp);
-      return rp;
+      return submit<claim_result>(self, &write_batch::claims,
+                                  &batch_waiters::claims, std::move(ref));
     },
     [self](complete_atom, completion& c) -> caf::result<bool> {
-      auto& st = self->state;
-      if (!any_up(self))
-        return unavailable_error(self);
-      st.pending.completions.push_back(std::move(c));
-      auto rp = self->make_response_promise<bool>();
-      enqueue(self, st.pending_waiters.completions, rp);
-      return rp;
+      return submit<bool>(self, &write_batch::completions,
+                          &batch_waiters::completions, std::move(c));
     },
     [self](flush_atom) {
       dispatch(self);

@@ -212,51 +212,27 @@ void inbox_store::write_completions(pqxx::work& tx,
 
 write_result inbox_store::write_each(const write_batch& b) {
   write_result result;
-  auto attempt = [&](auto&& fn) {
-    try {
-      fn();
-      return true;
-    } catch (const pqxx::broken_connection&) {
-      throw;
-    } catch (const pqxx::in_doubt_error&) {
-      throw;
-    } catch (const std::exception&) {
-      return false;
+  // Writes each element of one kind in its own transaction: a statement
+  // error marks that element `failed`, a connection error propagates.
+  auto each = [&](auto in, auto out, auto failed) {
+    for (auto& item : b.*in) {
+      write_batch one;
+      (one.*in).push_back(item);
+      try {
+        auto r = write(one);
+        (result.*out).push_back((r.*out)[0]);
+      } catch (const pqxx::broken_connection&) {
+        throw;
+      } catch (const pqxx::in_doubt_error&) {
+        throw;
+      } catch (const std::exception&) {
+        (result.*out).push_back(failed);
+      }
     }
   };
-  for (auto& rec : b.appends) {
-    write_batch one;
-    one.appends.push_back(rec);
-    append_result r;
-    if (attempt([&] {
-          r = write(one).appends.at(0);
-        }))
-      result.appends.push_back(std::move(r));
-    else
-      result.appends.push_back(append_result{});
-  }
-  for (auto& ref : b.claims) {
-    write_batch one;
-    one.claims.push_back(ref);
-    claim_result r;
-    if (attempt([&] {
-          r = write(one).claims.at(0);
-        }))
-      result.claims.push_back(r);
-    else
-      result.claims.push_back(claim_result{});
-  }
-  for (auto& c : b.completions) {
-    write_batch one;
-    one.completions.push_back(c);
-    bool r = false;
-    if (attempt([&] {
-          r = write(one).completions.at(0);
-        }))
-      result.completions.push_back(r);
-    else
-      result.completions.push_back(false);
-  }
+  each(&write_batch::appends, &write_result::appends, append_result{});
+  each(&write_batch::claims, &write_result::claims, claim_result{});
+  each(&write_batch::completions, &write_result::completions, false);
   return result;
 }
 

@@ -7,11 +7,7 @@
 #include <variant>
 #include <vector>
 
-#include <caf/actor_system.hpp>
-#include <caf/actor_system_config.hpp>
 #include <caf/after.hpp>
-#include <caf/scheduler/test_coordinator.hpp>
-#include <caf/scoped_actor.hpp>
 #include <caf/spawn_options.hpp>
 #include <gtest/gtest.h>
 

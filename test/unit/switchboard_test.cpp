@@ -6,12 +6,8 @@
 #include <memory>
 #include <vector>
 
-#include <caf/actor_system.hpp>
-#include <caf/actor_system_config.hpp>
 #include <caf/after.hpp>
 #include <caf/event_based_actor.hpp>
-#include <caf/scheduler/test_coordinator.hpp>
-#include <caf/scoped_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 #include <gtest/gtest.h>
 
