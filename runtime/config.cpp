@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <initializer_list>
@@ -10,6 +11,8 @@
 #include <utility>
 
 #include <toml++/toml.h>
+
+#include "runtime/error.hpp"
 
 namespace butlers {
 
@@ -155,6 +158,65 @@ std::string check_peer(const std::string& peer) {
   return {};
 }
 
+/// `^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$`: tool names such as
+/// "route.execute".
+bool is_tool_name(std::string_view s) {
+  size_t i = 0;
+  for (;;) {
+    if (i >= s.size() || s[i] < 'a' || s[i] > 'z')
+      return false;
+    ++i;
+    while (i < s.size()
+           && ((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9')
+               || s[i] == '_'))
+      ++i;
+    if (i == s.size())
+      return true;
+    if (s[i] != '.')
+      return false;
+    ++i;
+  }
+}
+
+/// Number of whitespace-separated fields of `s`.
+size_t count_fields(std::string_view s) {
+  size_t n = 0;
+  bool in_field = false;
+  for (char c : s) {
+    bool space = c == ' ' || c == '\t' || c == '\n' || c == '\r';
+    if (!space && !in_field)
+      ++n;
+    in_field = !space;
+  }
+  return n;
+}
+
+/// Shortest text that reads back as `x`, always with a fraction or exponent
+/// so that TOML reads it as a float ("0.0", "0.25", "1e-05", "inf").
+std::string format_double(double x) {
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof(buf), x);
+  std::string out{buf, res.ptr};
+  if (out.find_first_of(".eEn") == std::string::npos)
+    out += ".0";
+  return out;
+}
+
+/// The error classes of spec 001 §10.6, by the names of `butlers_errc`.
+const std::vector<std::string>& taxonomy_classes() {
+  static const std::vector<std::string> classes = [] {
+    std::vector<std::string> xs;
+    for (auto x :
+         {butlers_errc::classification_error, butlers_errc::validation_error,
+          butlers_errc::routing_error, butlers_errc::target_unavailable,
+          butlers_errc::timeout, butlers_errc::overload_rejected,
+          butlers_errc::internal_error})
+      xs.emplace_back(to_string(x));
+    return xs;
+  }();
+  return classes;
+}
+
 // -- parsing ------------------------------------------------------------------
 
 using check_fn = std::function<std::string(const std::string&)>;
@@ -257,12 +319,30 @@ class section {
 
   void one_of(const char* name, std::string& out,
               const std::vector<std::string>& choices) {
-    string(name, out, [&](const std::string& x) -> std::string {
-      if (std::find(choices.begin(), choices.end(), x) != choices.end())
-        return {};
-      return "must be one of " + join(choices) + ", got '" + x + "'"
-             + hint(x, choices);
-    });
+    string(name, out, choice_of(choices));
+  }
+
+  /// A float; integers are accepted too ("fail_rate = 1").
+  void number(const char* name, double& out, double min, double max) {
+    auto n = get(name);
+    if (!n)
+      return;
+    double x;
+    if (auto f = n->as_floating_point()) {
+      x = f->get();
+    } else if (auto i = n->as_integer()) {
+      x = static_cast<double>(i->get());
+    } else {
+      wrong_type(name, *n, "float");
+      return;
+    }
+    if (!(x >= min && x <= max)) { // also rejects nan
+      invalid(name, *n,
+              "must be in " + format_double(min) + ".." + format_double(max)
+                + ", got " + format_double(x));
+      return;
+    }
+    out = x;
   }
 
   void strings(const char* name, std::vector<std::string>& out,
@@ -300,28 +380,32 @@ class section {
       out = std::move(result);
   }
 
-  /// A sub-table; wrong types are reported.
-  const toml::table* table(const char* name) {
+  /// A sub-table; wrong types are reported, with `note` appended.
+  const toml::table* table(const char* name, std::string_view note = {}) {
     auto n = get(name);
     if (!n)
       return nullptr;
     auto t = n->as_table();
     if (!t)
-      wrong_type(name, *n, "table");
+      invalid(name, *n,
+              std::string{"expected table, got "} + type_name(*n)
+                + std::string{note});
     return t;
   }
 
-  /// An array of tables (`[[name]]`); wrong types are reported, and
-  /// elements that are not tables come back as nullptr.
-  std::vector<const toml::table*> tables(const char* name) {
+  /// An array of tables (`[[header]]`, `header` defaulting to `name`);
+  /// wrong types are reported, and elements that are not tables come back as
+  /// nullptr.
+  std::vector<const toml::table*> tables(const char* name,
+                                         std::string_view header = {}) {
     std::vector<const toml::table*> result;
     auto n = get(name);
     if (!n)
       return result;
     auto arr = n->as_array();
     if (!arr) {
-      wrong_type(name, *n,
-                 (std::string{"array of tables ([["} + name + "]])").c_str());
+      auto h = header.empty() ? std::string{name} : std::string{header};
+      wrong_type(name, *n, ("array of tables ([[" + h + "]])").c_str());
       return result;
     }
     for (size_t i = 0; i < arr->size(); ++i) {
@@ -342,6 +426,12 @@ class section {
       parser_.error(position(), key_of(name), "missing required key");
   }
 
+  /// Marks `name` as a key that used to live here: `finish` reports it as
+  /// unknown, followed by `note` saying where it went.
+  void moved(const char* name, std::string note) {
+    moved_.emplace_back(name, std::move(note));
+  }
+
   /// Reports every key nobody asked for.
   void finish() {
     for (auto&& [k, v] : table_) {
@@ -350,8 +440,22 @@ class section {
         continue;
       auto what = v.is_table() || v.is_array_of_tables() ? "unknown table"
                                                          : "unknown key";
-      parser_.error(position_of(k, v), key_of(name), what + hint(name, known_));
+      auto m = std::find_if(moved_.begin(), moved_.end(), [&](auto& x) {
+        return x.first == name;
+      });
+      auto more = m != moved_.end() ? "; " + m->second : hint(name, known_);
+      parser_.error(position_of(k, v), key_of(name), what + more);
     }
+  }
+
+  /// Checks that a string is one of `choices`, listing them when not.
+  static check_fn choice_of(std::vector<std::string> choices) {
+    return [choices = std::move(choices)](const std::string& x) -> std::string {
+      if (std::find(choices.begin(), choices.end(), x) != choices.end())
+        return {};
+      return "must be one of " + join(choices) + ", got '" + x + "'"
+             + hint(x, choices);
+    };
   }
 
  private:
@@ -359,6 +463,7 @@ class section {
   const toml::table& table_;
   std::string prefix_;
   std::vector<std::string> known_;
+  std::vector<std::pair<std::string, std::string>> moved_;
 };
 
 check_fn not_empty() {
@@ -375,7 +480,42 @@ check_fn plain_name() {
   };
 }
 
+check_fn tool_name() {
+  return [](const std::string& x) -> std::string {
+    if (is_tool_name(x))
+      return {};
+    return "must match ^[a-z][a-z0-9_]*(\\.[a-z][a-z0-9_]*)*$, got '" + x + "'";
+  };
+}
+
+check_fn cron_fields() {
+  return [](const std::string& x) -> std::string {
+    auto n = count_fields(x);
+    if (n == 5)
+      return {};
+    return "expected five fields (minute hour day-of-month month "
+           "day-of-week), got "
+           + std::to_string(n) + " in '" + x + "'";
+  };
+}
+
+/// An http:// URL with a host; "" (unset) passes, `validate_settings` asks
+/// for it where it is required.
+check_fn http_url() {
+  return [](const std::string& x) -> std::string {
+    if (x.empty())
+      return {};
+    if (x.rfind("https://", 0) == 0)
+      return "https:// is not supported; only http:// URLs are, got '" + x
+             + "'";
+    if (x.rfind("http://", 0) != 0 || x.size() == 7 || x[7] == '/')
+      return "must be an http://HOST[:PORT][/PATH] URL, got '" + x + "'";
+    return {};
+  };
+}
+
 constexpr int64_t u32_max = 4294967295;
+constexpr int64_t i64_max = 9223372036854775807;
 
 void read_node(parser& p, const toml::table& t, node_config& c) {
   section s{p, t, "node"};
@@ -430,19 +570,95 @@ void read_switchboard(parser& p, const toml::table& t, switchboard_config& c) {
   s.finish();
 }
 
-void read_butler(parser& p, const toml::table& t, std::string prefix,
-                 butler_config& c) {
+void read_runtime(parser& p, const toml::table& t, std::string prefix,
+                  runtime_config& c) {
+  section s{p, t, std::move(prefix)};
+  s.one_of("kind", c.kind, {"scripted", "cli"});
+  s.integer("turn_ms", c.turn_ms, 0, 3600000);
+  s.integer("turns", c.turns, 1, 1000);
+  s.number("fail_rate", c.fail_rate, 0.0, 1.0);
+  s.one_of("fail_class", c.fail_class, taxonomy_classes());
+  s.string("reply", c.reply);
+  s.integer("seed", c.seed, 0, i64_max);
+  s.one_of("family", c.family, {"claude", "codex", "opencode"});
+  s.strings("command", c.command);
+  s.one_of("prompt_via", c.prompt_via, {"stdin", "argument"});
+  s.integer("max_output_bytes", c.max_output_bytes, 1024, 64 * 1024 * 1024);
+  s.integer("kill_grace_ms", c.kill_grace_ms, 0, 60000);
+  s.finish();
+}
+
+void read_schedule(parser& p, const toml::table& t, std::string prefix,
+                   schedule_config& c) {
   section s{p, t, std::move(prefix)};
   s.require("name");
   s.string("name", c.name, plain_name());
+  s.integer("every_s", c.every_s, 1, 31536000);
+  s.string("cron", c.cron, cron_fields());
+  s.require("prompt");
+  s.string("prompt", c.prompt, not_empty());
+  s.finish();
+}
+
+void read_butler(parser& p, const toml::table& t, std::string prefix,
+                 butler_config& c) {
+  section s{p, t, prefix};
+  s.require("name");
+  s.string("name", c.name, plain_name());
   s.string("description", c.description);
+  s.strings("triggers", c.triggers, not_empty());
   s.strings("keywords", c.keywords, not_empty());
-  s.one_of("runtime", c.runtime, {"scripted", "cli"});
-  s.strings("command", c.command);
+  s.strings("capabilities", c.capabilities, tool_name());
   s.integer("max_concurrent_sessions", c.max_concurrent_sessions, 1, 256);
   s.integer("max_pending", c.max_pending, 0, 100000);
   s.integer("session_timeout_s", c.session_timeout_s, 1, 86400);
+  s.integer("lease_s", c.lease_s, 2, 86400);
   s.string("node", c.node);
+  if (auto rt = s.table("runtime", "; the runtime is the table "
+                                   "[butler.runtime], its adapter is `kind`"))
+    read_runtime(p, *rt, prefix + ".runtime", c.runtime);
+  auto schedules = s.tables("schedule", "butler.schedule");
+  for (size_t i = 0; i < schedules.size(); ++i) {
+    if (!schedules[i])
+      continue;
+    auto sub = prefix + ".schedule[" + std::to_string(i) + "]";
+    p.settings.positions[sub] = position_of(schedules[i]->source());
+    c.schedules.emplace_back();
+    read_schedule(p, *schedules[i], sub, c.schedules.back());
+  }
+  s.moved("command", "it is now a key of [butler.runtime]");
+  s.finish();
+}
+
+void read_adapter(parser& p, const toml::table& t, std::string prefix,
+                  delivery_adapter_config& c) {
+  section s{p, t, std::move(prefix)};
+  s.require("kind");
+  s.one_of("kind", c.kind, {"webhook", "outbox"});
+  s.strings("channels", c.channels,
+            section::choice_of(
+              {"*", "telegram", "slack", "email", "api", "mcp"}));
+  s.string("url", c.url, http_url());
+  s.string("token", c.token);
+  s.integer("timeout_ms", c.timeout_ms, 1, 600000);
+  s.integer("retries", c.retries, 0, 100);
+  s.string("path", c.path);
+  s.finish();
+}
+
+void read_messenger(parser& p, const toml::table& t, messenger_config& c) {
+  section s{p, t, "messenger"};
+  s.integer("max_concurrent_sessions", c.max_concurrent_sessions, 1, 256);
+  s.integer("max_pending", c.max_pending, 0, 100000);
+  auto adapters = s.tables("adapter", "messenger.adapter");
+  for (size_t i = 0; i < adapters.size(); ++i) {
+    if (!adapters[i])
+      continue;
+    auto prefix = "messenger.adapter[" + std::to_string(i) + "]";
+    p.settings.positions[prefix] = position_of(adapters[i]->source());
+    c.adapters.emplace_back();
+    read_adapter(p, *adapters[i], prefix, c.adapters.back());
+  }
   s.finish();
 }
 
@@ -502,6 +718,8 @@ void read_root(parser& p, const toml::table& root) {
     out.butlers.emplace_back();
     read_butler(p, *butlers[i], prefix, out.butlers.back());
   }
+  if (auto t = s.table("messenger"))
+    read_messenger(p, *t, out.messenger);
   auto connectors = s.tables("connector");
   for (size_t i = 0; i < connectors.size(); ++i) {
     if (!connectors[i])
@@ -605,13 +823,41 @@ bool operator==(const switchboard_config& x, const switchboard_config& y) {
                      y.router);
 }
 
+bool operator==(const runtime_config& x, const runtime_config& y) {
+  return std::tie(x.kind, x.turn_ms, x.turns, x.fail_rate, x.fail_class,
+                  x.reply, x.seed, x.family, x.command, x.prompt_via,
+                  x.max_output_bytes, x.kill_grace_ms)
+         == std::tie(y.kind, y.turn_ms, y.turns, y.fail_rate, y.fail_class,
+                     y.reply, y.seed, y.family, y.command, y.prompt_via,
+                     y.max_output_bytes, y.kill_grace_ms);
+}
+
+bool operator==(const schedule_config& x, const schedule_config& y) {
+  return std::tie(x.name, x.every_s, x.cron, x.prompt)
+         == std::tie(y.name, y.every_s, y.cron, y.prompt);
+}
+
 bool operator==(const butler_config& x, const butler_config& y) {
-  return std::tie(x.name, x.description, x.keywords, x.runtime, x.command,
+  return std::tie(x.name, x.description, x.triggers, x.keywords, x.capabilities,
                   x.max_concurrent_sessions, x.max_pending, x.session_timeout_s,
-                  x.node)
-         == std::tie(y.name, y.description, y.keywords, y.runtime, y.command,
-                     y.max_concurrent_sessions, y.max_pending,
-                     y.session_timeout_s, y.node);
+                  x.lease_s, x.node, x.runtime, x.schedules)
+         == std::tie(y.name, y.description, y.triggers, y.keywords,
+                     y.capabilities, y.max_concurrent_sessions, y.max_pending,
+                     y.session_timeout_s, y.lease_s, y.node, y.runtime,
+                     y.schedules);
+}
+
+bool operator==(const delivery_adapter_config& x,
+                const delivery_adapter_config& y) {
+  return std::tie(x.kind, x.channels, x.url, x.token, x.timeout_ms, x.retries,
+                  x.path)
+         == std::tie(y.kind, y.channels, y.url, y.token, y.timeout_ms,
+                     y.retries, y.path);
+}
+
+bool operator==(const messenger_config& x, const messenger_config& y) {
+  return std::tie(x.max_concurrent_sessions, x.max_pending, x.adapters)
+         == std::tie(y.max_concurrent_sessions, y.max_pending, y.adapters);
 }
 
 bool operator==(const connector_config& x, const connector_config& y) {
@@ -637,9 +883,9 @@ bool operator==(const scheduler_config& x, const scheduler_config& y) {
 
 bool operator==(const node_settings& x, const node_settings& y) {
   return std::tie(x.node, x.database, x.http, x.switchboard, x.butlers,
-                  x.connectors, x.cluster, x.scheduler)
+                  x.messenger, x.connectors, x.cluster, x.scheduler)
          == std::tie(y.node, y.database, y.http, y.switchboard, y.butlers,
-                     y.connectors, y.cluster, y.scheduler);
+                     y.messenger, y.connectors, y.cluster, y.scheduler);
 }
 
 // -- config_error -------------------------------------------------------------
@@ -782,9 +1028,11 @@ std::vector<config_error> validate_settings(const node_settings& s) {
     errors.push_back(config_error{s.path, pos.line, pos.column, std::move(key),
                                   std::move(msg)});
   };
-  // Names of [[butler]] and [[connector]] entries are unique: entry `i` of
-  // `items` is reported against the first entry with its name.
+  // Names of [[butler]], [[connector]] and [[butler.schedule]] entries are
+  // unique: entry `i` of `items`, keyed `base[i]`, is reported against the
+  // first entry with its name.
   auto check_unique_name = [&](const auto& items, size_t i,
+                               const std::string& base,
                                const std::string& kind) {
     auto& name = items[i].name;
     if (name.empty())
@@ -792,8 +1040,8 @@ std::vector<config_error> validate_settings(const node_settings& s) {
     for (size_t j = 0; j < i; ++j) {
       if (items[j].name != name)
         continue;
-      auto prefix = kind + "[" + std::to_string(i) + "]";
-      auto first = kind + "[" + std::to_string(j) + "]";
+      auto prefix = base + "[" + std::to_string(i) + "]";
+      auto first = base + "[" + std::to_string(j) + "]";
       auto first_pos = where(s, {first + ".name", first});
       auto at = first_pos.line > 0
                   ? first + ", line " + std::to_string(first_pos.line)
@@ -811,14 +1059,47 @@ std::vector<config_error> validate_settings(const node_settings& s) {
   for (size_t i = 0; i < s.butlers.size(); ++i) {
     auto& b = s.butlers[i];
     auto prefix = "butler[" + std::to_string(i) + "]";
-    if (b.runtime == "cli" && (b.command.empty() || b.command[0].empty()))
-      error(where(s, {prefix + ".command", prefix + ".runtime", prefix}),
-            prefix + ".command", "a 'cli' runtime requires a command");
+    if (b.name == "messenger")
+      error(where(s, {prefix + ".name", prefix}), prefix + ".name",
+            "messenger is configured under [messenger], not as a [[butler]]");
+    auto& rt = b.runtime;
+    if (!rt.command.empty() && rt.command[0].empty())
+      error(where(s,
+                  {prefix + ".runtime.command", prefix + ".runtime", prefix}),
+            prefix + ".runtime.command",
+            "the program (the first element) must not be empty");
     if (!b.node.empty() && b.node != s.node.name && !s.cluster.enabled)
       error(where(s, {prefix + ".node", prefix}), prefix + ".node",
             "runs on node '" + b.node
               + "', which requires cluster.enabled = true");
-    check_unique_name(s.butlers, i, "butler");
+    check_unique_name(s.butlers, i, "butler", "butler");
+    for (size_t j = 0; j < b.schedules.size(); ++j) {
+      auto& sc = b.schedules[j];
+      auto base = prefix + ".schedule";
+      auto sub = base + "[" + std::to_string(j) + "]";
+      if (sc.every_s != 0 && !sc.cron.empty())
+        error(where(s, {sub + ".cron", sub}), sub + ".cron",
+              "set together with every_s; a schedule has exactly one of "
+              "every_s and cron");
+      if (sc.every_s == 0 && sc.cron.empty())
+        error(where(s, {sub}), sub,
+              "has neither every_s nor cron; a schedule has exactly one");
+      check_unique_name(b.schedules, j, base, "schedule");
+    }
+  }
+  // Messenger.
+  for (size_t i = 0; i < s.messenger.adapters.size(); ++i) {
+    auto& a = s.messenger.adapters[i];
+    auto prefix = "messenger.adapter[" + std::to_string(i) + "]";
+    if (a.kind == "webhook" && a.url.empty())
+      error(where(s, {prefix + ".kind", prefix}), prefix + ".url",
+            "a 'webhook' adapter requires a url");
+    if (a.kind == "outbox" && a.path.empty())
+      error(where(s, {prefix + ".kind", prefix}), prefix + ".path",
+            "an 'outbox' adapter requires a path");
+    if (a.channels.empty())
+      error(where(s, {prefix + ".channels", prefix}), prefix + ".channels",
+            "delivers for no channel; [\"*\"] means every channel");
   }
   // Connectors.
   for (size_t i = 0; i < s.connectors.size(); ++i) {
@@ -830,7 +1111,7 @@ std::vector<config_error> validate_settings(const node_settings& s) {
     if (c.type == "http" && c.enabled && !s.http.enabled)
       error(where(s, {prefix + ".type", prefix}), prefix + ".type",
             "an 'http' connector requires http.enabled = true");
-    check_unique_name(s.connectors, i, "connector");
+    check_unique_name(s.connectors, i, "connector", "connector");
   }
   // Cluster.
   auto& cl = s.cluster;
@@ -1015,17 +1296,56 @@ std::string to_toml(const node_settings& s) {
       << "threads = " << sc.threads << '\n'
       << "policy = " << quote(sc.policy) << '\n'
       << "max_throughput = " << sc.max_throughput << '\n';
-  for (auto& b : s.butlers)
+  for (auto& b : s.butlers) {
     out << "\n[[butler]]\n"
         << "name = " << quote(b.name) << '\n'
         << "description = " << quote(b.description) << '\n'
+        << "triggers = " << quote(b.triggers) << '\n'
         << "keywords = " << quote(b.keywords) << '\n'
-        << "runtime = " << quote(b.runtime) << '\n'
-        << "command = " << quote(b.command) << '\n'
+        << "capabilities = " << quote(b.capabilities) << '\n'
         << "max_concurrent_sessions = " << b.max_concurrent_sessions << '\n'
         << "max_pending = " << b.max_pending << '\n'
         << "session_timeout_s = " << b.session_timeout_s << '\n'
+        << "lease_s = " << b.lease_s << '\n'
         << "node = " << quote(b.node) << '\n';
+    auto& rt = b.runtime;
+    out << "[butler.runtime]\n"
+        << "kind = " << quote(rt.kind) << '\n'
+        << "turn_ms = " << rt.turn_ms << '\n'
+        << "turns = " << rt.turns << '\n'
+        << "fail_rate = " << format_double(rt.fail_rate) << '\n'
+        << "fail_class = " << quote(rt.fail_class) << '\n'
+        << "reply = " << quote(rt.reply) << '\n'
+        << "seed = " << rt.seed << '\n'
+        << "family = " << quote(rt.family) << '\n'
+        << "command = " << quote(rt.command) << '\n'
+        << "prompt_via = " << quote(rt.prompt_via) << '\n'
+        << "max_output_bytes = " << rt.max_output_bytes << '\n'
+        << "kill_grace_ms = " << rt.kill_grace_ms << '\n';
+    for (auto& sc : b.schedules) {
+      // Unset every_s (0) and cron ("") are left out: 0 is out of range.
+      out << "[[butler.schedule]]\n"
+          << "name = " << quote(sc.name) << '\n';
+      if (sc.every_s != 0)
+        out << "every_s = " << sc.every_s << '\n';
+      if (!sc.cron.empty())
+        out << "cron = " << quote(sc.cron) << '\n';
+      out << "prompt = " << quote(sc.prompt) << '\n';
+    }
+  }
+  auto& m = s.messenger;
+  out << "\n[messenger]\n"
+      << "max_concurrent_sessions = " << m.max_concurrent_sessions << '\n'
+      << "max_pending = " << m.max_pending << '\n';
+  for (auto& a : m.adapters)
+    out << "\n[[messenger.adapter]]\n"
+        << "kind = " << quote(a.kind) << '\n'
+        << "channels = " << quote(a.channels) << '\n'
+        << "url = " << quote(a.url) << '\n'
+        << "token = " << quote(a.token.empty() ? "" : "***") << '\n'
+        << "timeout_ms = " << a.timeout_ms << '\n'
+        << "retries = " << a.retries << '\n'
+        << "path = " << quote(a.path) << '\n';
   for (auto& cn : s.connectors)
     out << "\n[[connector]]\n"
         << "name = " << quote(cn.name) << '\n'

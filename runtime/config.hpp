@@ -97,30 +97,122 @@ struct switchboard_config {
   std::string router = "rules";
 };
 
+/// `[butler.runtime]`: the adapter a butler's sessions run on.
+struct runtime_config {
+  /// "scripted" or "cli". Default "scripted".
+  std::string kind = "scripted";
+  // -- scripted
+  /// Milliseconds per turn. Default 200, range 0..3600000.
+  uint32_t turn_ms = 200;
+  /// Turns per session. Default 1, range 1..1000.
+  uint32_t turns = 1;
+  /// Fraction of sessions that fail. Default 0.0, range 0.0..1.0.
+  double fail_rate = 0.0;
+  /// Error class of injected failures: one of the taxonomy classes
+  /// classification_error, validation_error, routing_error, target_unavailable,
+  /// timeout, overload_rejected, internal_error. Default "timeout".
+  std::string fail_class = "timeout";
+  /// Reply template; {butler}, {prompt}, {request_id}, {turns} are replaced.
+  /// Default "{butler}: {prompt}".
+  std::string reply = "{butler}: {prompt}";
+  /// Seed of the failure draw; 0 (default) seeds from the clock. TOML
+  /// integers are signed, so the file can give 0..9223372036854775807.
+  uint64_t seed = 0;
+  // -- cli
+  /// Output family: "claude", "codex" or "opencode". Default "claude".
+  std::string family = "claude";
+  /// Program and arguments; empty (default) means the family's default
+  /// (claude -p --output-format json | codex exec --json | opencode run).
+  std::vector<std::string> command;
+  /// How the prompt reaches the program: "stdin" or "argument". Default
+  /// "stdin".
+  std::string prompt_via = "stdin";
+  /// Largest stdout accepted; more kills the session. Default 1048576,
+  /// range 1024..67108864.
+  uint64_t max_output_bytes = 1048576;
+  /// Milliseconds between SIGTERM and SIGKILL of the process group.
+  /// Default 2000, range 0..60000.
+  uint32_t kill_grace_ms = 2000;
+};
+
+/// One `[[butler.schedule]]`: work a butler starts by itself.
+struct schedule_config {
+  /// Name, required, unique within the butler; `^[a-z][a-z0-9_-]{0,63}$`.
+  std::string name;
+  /// Seconds between runs; exactly one of every_s and cron. Default 0
+  /// (unset), range 1..31536000 when set.
+  uint32_t every_s = 0;
+  /// Five-field cron expression (minute hour day-of-month month day-of-week,
+  /// UTC). Default "" (unset). Only the five whitespace-separated fields are
+  /// checked here; the scheduler parses it fully.
+  std::string cron;
+  /// Prompt of the scheduled session, required, non-empty.
+  std::string prompt;
+};
+
 /// One `[[butler]]`: a specialist and its session pool.
 struct butler_config {
-  /// Unique name, required; matches `^[a-z][a-z0-9_-]{0,63}$`.
+  /// Unique name, required; matches `^[a-z][a-z0-9_-]{0,63}$`. "messenger"
+  /// is taken (`[messenger]`); "general" overrides the built-in fallback.
   std::string name;
   /// What the butler is for, shown in the registry. Default "".
   std::string description;
+  /// Natural-language trigger conditions, for routers. Default empty.
+  std::vector<std::string> triggers;
   /// Words the rules router matches; a butler without keywords only gets
   /// fallback traffic. Default empty.
   std::vector<std::string> keywords;
-  /// Runtime adapter: "scripted" or "cli". Default "scripted".
-  std::string runtime = "scripted";
-  /// Program and arguments of a "cli" runtime; required for it, unused
-  /// otherwise. Default empty.
-  std::vector<std::string> command;
+  /// Tools the butler accepts (route.v1 target.tool). Default
+  /// {"route.execute"}. Each matches `^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$`.
+  std::vector<std::string> capabilities{"route.execute"};
   /// Sessions running at once. Default 1, range 1..256.
   uint32_t max_concurrent_sessions = 1;
-  /// Work items waiting for a session before the butler rejects more.
-  /// Default 64, range 0..100000.
-  uint32_t max_pending = 64;
+  /// Work items waiting for a session slot. Default 100, range 0..100000.
+  uint32_t max_pending = 100;
   /// Seconds a session may run before it is cancelled. Default 600,
   /// range 1..86400.
   uint32_t session_timeout_s = 600;
+  /// Seconds a work item's lease lasts; renewed while held. Default 30,
+  /// range 2..86400.
+  uint32_t lease_s = 30;
   /// Node hosting the butler; "" (default) or this node's name means local.
   std::string node;
+  /// `[butler.runtime]`.
+  runtime_config runtime;
+  /// `[[butler.schedule]]`, in file order.
+  std::vector<schedule_config> schedules;
+};
+
+/// One `[[messenger.adapter]]`: an outbound channel adapter.
+struct delivery_adapter_config {
+  /// "webhook" or "outbox", required.
+  std::string kind;
+  /// Source channels it delivers for (telegram, slack, email, api, mcp) or
+  /// "*" for all. Default {"*"}.
+  std::vector<std::string> channels{"*"};
+  /// webhook: http:// URL the notify.v1 envelope is POSTed to; required for
+  /// webhook (only http:// is supported; https is a config error saying so).
+  std::string url;
+  /// webhook: bearer token sent as Authorization; default "".
+  std::string token;
+  /// webhook: per-attempt timeout in ms. Default 5000, range 1..600000.
+  uint32_t timeout_ms = 5000;
+  /// webhook: retries after the first attempt. Default 3, range 0..100.
+  uint32_t retries = 3;
+  /// outbox: file JSON lines are appended to; required for outbox.
+  std::string path;
+};
+
+/// `[messenger]`: the only outbound delivery path.
+struct messenger_config {
+  /// Deliveries at once. Default 2, range 1..256.
+  uint32_t max_concurrent_sessions = 2;
+  /// Deliveries waiting. Default 1000, range 0..100000.
+  uint32_t max_pending = 1000;
+  /// `[[messenger.adapter]]`, in file order. Empty (default) means one outbox
+  /// adapter writing "outbox.jsonl" in the working directory; the runtime
+  /// applies that default, the settings keep the vector empty.
+  std::vector<delivery_adapter_config> adapters;
 };
 
 /// One `[[connector]]`: a source of `ingest.v1` envelopes.
@@ -198,6 +290,8 @@ struct node_settings {
   switchboard_config switchboard;
   /// `[[butler]]`, in file order. Default empty.
   std::vector<butler_config> butlers;
+  /// `[messenger]`.
+  messenger_config messenger;
   /// `[[connector]]`, in file order. Default empty.
   std::vector<connector_config> connectors;
   /// `[cluster]`.
@@ -207,7 +301,9 @@ struct node_settings {
   /// File the settings were read from; "" when not from a file.
   std::string path;
   /// Where each key and table was written, by dotted key ("http.bind",
-  /// "butler[1].name", "butler[1]"), so later checks can point at the line.
+  /// "butler[1].name", "butler[1]", "butler[1].runtime.kind",
+  /// "butler[1].schedule[0]", "messenger.adapter[0].url"), so later checks
+  /// can point at the line.
   std::map<std::string, source_position> positions;
 };
 
@@ -217,7 +313,12 @@ bool operator==(const node_config& x, const node_config& y);
 bool operator==(const database_config& x, const database_config& y);
 bool operator==(const http_config& x, const http_config& y);
 bool operator==(const switchboard_config& x, const switchboard_config& y);
+bool operator==(const runtime_config& x, const runtime_config& y);
+bool operator==(const schedule_config& x, const schedule_config& y);
 bool operator==(const butler_config& x, const butler_config& y);
+bool operator==(const delivery_adapter_config& x,
+                const delivery_adapter_config& y);
+bool operator==(const messenger_config& x, const messenger_config& y);
 bool operator==(const connector_config& x, const connector_config& y);
 bool operator==(const cluster_config& x, const cluster_config& y);
 bool operator==(const scheduler_config& x, const scheduler_config& y);
@@ -239,7 +340,20 @@ inline bool operator!=(const switchboard_config& x,
                        const switchboard_config& y) {
   return !(x == y);
 }
+inline bool operator!=(const runtime_config& x, const runtime_config& y) {
+  return !(x == y);
+}
+inline bool operator!=(const schedule_config& x, const schedule_config& y) {
+  return !(x == y);
+}
 inline bool operator!=(const butler_config& x, const butler_config& y) {
+  return !(x == y);
+}
+inline bool operator!=(const delivery_adapter_config& x,
+                       const delivery_adapter_config& y) {
+  return !(x == y);
+}
+inline bool operator!=(const messenger_config& x, const messenger_config& y) {
   return !(x == y);
 }
 inline bool operator!=(const connector_config& x, const connector_config& y) {
@@ -303,10 +417,12 @@ std::vector<config_error> apply_env_overrides(
   const std::function<const char*(const char*)>& getenv_fn = ::getenv);
 
 /// Cross-field checks, run after overrides: a non-loopback http.bind needs
-/// http.token; a "cli" butler needs a command; butler and connector names
-/// are unique; TLS key and certificate come together; a non-loopback cluster
-/// bind needs TLS; remote butlers need the cluster; and so on. Loopback is
-/// 127.0.0.0/8, ::1 and localhost.
+/// http.token; butler and connector names are unique and no butler is
+/// called "messenger"; a schedule has exactly one of every_s and cron, and
+/// its name is unique within its butler; a webhook adapter needs a url, an
+/// outbox adapter a path; TLS key and certificate come together; a
+/// non-loopback cluster bind needs TLS; remote butlers need the cluster; and
+/// so on. Loopback is 127.0.0.0/8, ::1 and localhost.
 std::vector<config_error> validate_settings(const node_settings& s);
 
 /// True for 127.0.0.0/8, ::1 (optionally in brackets) and localhost.
@@ -316,7 +432,7 @@ bool is_loopback(std::string_view host);
 /// key=value string (password=...) with "***".
 std::string redact_database_url(std::string_view url);
 
-/// The effective configuration as TOML, secrets (token, password in database
+/// The effective configuration as TOML, secrets (tokens, password in database
 /// url) redacted as "***". Parsing the result gives equal settings, except
 /// for the redacted values.
 std::string to_toml(const node_settings& s);

@@ -2,6 +2,8 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -98,13 +100,51 @@ keywords = []
 [[butler]]
 name = "coder"
 description = "writes code"
+triggers = ["the user asks for code", "a build broke"]
 keywords = ["code", "bug"]
-runtime = "cli"
-command = ["claude", "-p", "--output-format=json"]
+capabilities = ["route.execute", "code.review"]
 max_concurrent_sessions = 3
 max_pending = 0
 session_timeout_s = 77
+lease_s = 5
 node = "node-8"
+[butler.runtime]
+kind = "cli"
+turn_ms = 0
+turns = 7
+fail_rate = 0.1
+fail_class = "overload_rejected"
+reply = "{butler} did {turns} turns for {request_id}"
+seed = 42
+family = "codex"
+command = ["codex", "exec", "--json"]
+prompt_via = "argument"
+max_output_bytes = 4096
+kill_grace_ms = 0
+[[butler.schedule]]
+name = "nightly"
+cron = "0 3 * * *"
+prompt = "review yesterday's commits"
+[[butler.schedule]]
+name = "poll"
+every_s = 60
+prompt = "anything new?"
+
+[messenger]
+max_concurrent_sessions = 4
+max_pending = 0
+
+[[messenger.adapter]]
+kind = "webhook"
+channels = ["telegram", "slack"]
+url = "http://127.0.0.1:9999/notify"
+token = "hook-t0ken"
+timeout_ms = 250
+retries = 0
+
+[[messenger.adapter]]
+kind = "outbox"
+path = "/var/lib/butlers/outbox.jsonl"
 
 [[connector]]
 name = "mail"
@@ -155,6 +195,9 @@ TEST(config, empty_text_gives_defaults) {
   EXPECT_EQ(s.switchboard.dedupe_window_s, 300u);
   EXPECT_EQ(s.switchboard.router, "rules");
   EXPECT_TRUE(s.butlers.empty());
+  EXPECT_EQ(s.messenger.max_concurrent_sessions, 2u);
+  EXPECT_EQ(s.messenger.max_pending, 1000u);
+  EXPECT_TRUE(s.messenger.adapters.empty()) << "the runtime adds the outbox";
   EXPECT_TRUE(s.connectors.empty());
   EXPECT_FALSE(s.cluster.enabled);
   EXPECT_EQ(s.cluster.port, 8471);
@@ -196,15 +239,55 @@ TEST(config, full_file_reads_every_key) {
   ASSERT_EQ(s.butlers.size(), 2u);
   EXPECT_EQ(s.butlers[0].name, "general");
   EXPECT_EQ(s.butlers[0].description, "the \"fallback\"\tone");
-  EXPECT_EQ(s.butlers[0].runtime, "scripted");
-  EXPECT_EQ(s.butlers[1].name, "coder");
-  EXPECT_EQ(s.butlers[1].keywords, (std::vector<std::string>{"code", "bug"}));
-  EXPECT_EQ(s.butlers[1].runtime, "cli");
-  EXPECT_EQ(s.butlers[1].command.size(), 3u);
-  EXPECT_EQ(s.butlers[1].max_concurrent_sessions, 3u);
-  EXPECT_EQ(s.butlers[1].max_pending, 0u);
-  EXPECT_EQ(s.butlers[1].session_timeout_s, 77u);
-  EXPECT_EQ(s.butlers[1].node, "node-8");
+  EXPECT_EQ(s.butlers[0].runtime, runtime_config{});
+  EXPECT_TRUE(s.butlers[0].schedules.empty());
+  auto& b = s.butlers[1];
+  EXPECT_EQ(b.name, "coder");
+  EXPECT_EQ(b.triggers, (std::vector<std::string>{"the user asks for code",
+                                                  "a build broke"}));
+  EXPECT_EQ(b.keywords, (std::vector<std::string>{"code", "bug"}));
+  EXPECT_EQ(b.capabilities,
+            (std::vector<std::string>{"route.execute", "code.review"}));
+  EXPECT_EQ(b.max_concurrent_sessions, 3u);
+  EXPECT_EQ(b.max_pending, 0u);
+  EXPECT_EQ(b.session_timeout_s, 77u);
+  EXPECT_EQ(b.lease_s, 5u);
+  EXPECT_EQ(b.node, "node-8");
+  EXPECT_EQ(b.runtime.kind, "cli");
+  EXPECT_EQ(b.runtime.turn_ms, 0u);
+  EXPECT_EQ(b.runtime.turns, 7u);
+  EXPECT_EQ(b.runtime.fail_rate, 0.1);
+  EXPECT_EQ(b.runtime.fail_class, "overload_rejected");
+  EXPECT_EQ(b.runtime.reply, "{butler} did {turns} turns for {request_id}");
+  EXPECT_EQ(b.runtime.seed, 42u);
+  EXPECT_EQ(b.runtime.family, "codex");
+  EXPECT_EQ(b.runtime.command,
+            (std::vector<std::string>{"codex", "exec", "--json"}));
+  EXPECT_EQ(b.runtime.prompt_via, "argument");
+  EXPECT_EQ(b.runtime.max_output_bytes, 4096u);
+  EXPECT_EQ(b.runtime.kill_grace_ms, 0u);
+  ASSERT_EQ(b.schedules.size(), 2u);
+  EXPECT_EQ(b.schedules[0].name, "nightly");
+  EXPECT_EQ(b.schedules[0].every_s, 0u);
+  EXPECT_EQ(b.schedules[0].cron, "0 3 * * *");
+  EXPECT_EQ(b.schedules[0].prompt, "review yesterday's commits");
+  EXPECT_EQ(b.schedules[1].name, "poll");
+  EXPECT_EQ(b.schedules[1].every_s, 60u);
+  EXPECT_EQ(b.schedules[1].cron, "");
+  EXPECT_EQ(s.messenger.max_concurrent_sessions, 4u);
+  EXPECT_EQ(s.messenger.max_pending, 0u);
+  ASSERT_EQ(s.messenger.adapters.size(), 2u);
+  auto& hook = s.messenger.adapters[0];
+  EXPECT_EQ(hook.kind, "webhook");
+  EXPECT_EQ(hook.channels, (std::vector<std::string>{"telegram", "slack"}));
+  EXPECT_EQ(hook.url, "http://127.0.0.1:9999/notify");
+  EXPECT_EQ(hook.token, "hook-t0ken");
+  EXPECT_EQ(hook.timeout_ms, 250u);
+  EXPECT_EQ(hook.retries, 0u);
+  auto& box = s.messenger.adapters[1];
+  EXPECT_EQ(box.kind, "outbox");
+  EXPECT_EQ(box.channels, (std::vector<std::string>{"*"}));
+  EXPECT_EQ(box.path, "/var/lib/butlers/outbox.jsonl");
   ASSERT_EQ(s.connectors.size(), 1u);
   EXPECT_EQ(s.connectors[0].name, "mail");
   EXPECT_EQ(s.connectors[0].type, "maildir");
@@ -228,13 +311,18 @@ TEST(config, full_file_reads_every_key) {
   // Positions are recorded by dotted key.
   EXPECT_EQ(s.positions.at("node.name").line, 3);
   EXPECT_EQ(s.positions.at("butler[1].name").line, 44);
+  EXPECT_EQ(s.positions.at("butler[1].runtime.fail_rate").line, 58);
+  EXPECT_EQ(s.positions.at("butler[1].schedule[1]").line, 71);
+  EXPECT_EQ(s.positions.at("butler[1].schedule[1].every_s").line, 73);
+  EXPECT_EQ(s.positions.at("messenger.adapter[1].path").line, 90);
 }
 
 TEST(config, to_toml_parses_back_to_equal_settings) {
   auto res = parse_config(full_file, "full.toml");
   ASSERT_TRUE(res.settings) << dump(res.errors);
   auto s = *res.settings;
-  s.http.token.clear(); // the only secret of full_file
+  s.http.token.clear(); // the secrets of full_file
+  s.messenger.adapters[0].token.clear();
   auto text = to_toml(s);
   auto back = parse_config(text, "out.toml");
   ASSERT_TRUE(back.settings) << dump(back.errors) << text;
@@ -248,12 +336,17 @@ TEST(config, to_toml_parses_back_to_equal_settings) {
 TEST(config, to_toml_redacts_secrets) {
   node_settings s;
   s.http.token = "sup3rsecret";
+  s.messenger.adapters.emplace_back();
+  s.messenger.adapters[0].kind = "webhook";
+  s.messenger.adapters[0].url = "http://hooks.local/n";
+  s.messenger.adapters[0].token = "hunter4";
   s.database.url = "postgresql://bob:hunter2@db:5432/butlers?password=hunter3"
                    "&sslmode=require";
   auto text = to_toml(s);
   EXPECT_FALSE(contains(text, "sup3rsecret")) << text;
   EXPECT_FALSE(contains(text, "hunter2")) << text;
   EXPECT_FALSE(contains(text, "hunter3")) << text;
+  EXPECT_FALSE(contains(text, "hunter4")) << text;
   auto back = parse_config(text, "out.toml");
   ASSERT_TRUE(back.settings) << dump(back.errors) << text;
   EXPECT_EQ(back.settings->http.token, "***");
@@ -263,6 +356,7 @@ TEST(config, to_toml_redacts_secrets) {
   // Everything but the redacted fields is equal.
   auto expected = s;
   expected.http.token = "***";
+  expected.messenger.adapters[0].token = "***";
   expected.database.url = back.settings->database.url;
   EXPECT_EQ(*back.settings, expected);
 }
@@ -462,7 +556,8 @@ threads = 0
 
 [[butler]]
 name = "a"
-runtime = "ssh"
+[butler.runtime]
+kind = "ssh"
 
 [bogus]
 )",
@@ -476,10 +571,10 @@ runtime = "ssh"
   EXPECT_EQ(res.errors[1].line, 5);
   EXPECT_EQ(res.errors[2].key, "http.threads");
   EXPECT_EQ(res.errors[2].line, 6);
-  EXPECT_EQ(res.errors[3].key, "butler[0].runtime");
-  EXPECT_EQ(res.errors[3].line, 10);
+  EXPECT_EQ(res.errors[3].key, "butler[0].runtime.kind");
+  EXPECT_EQ(res.errors[3].line, 11);
   EXPECT_EQ(res.errors[4].key, "bogus");
-  EXPECT_EQ(res.errors[4].line, 12);
+  EXPECT_EQ(res.errors[4].line, 13);
 }
 
 // -- cross-field checks ------------------------------------------------------
@@ -541,7 +636,9 @@ TEST(config, loopback_addresses) {
 TEST(config, other_cross_field_checks) {
   auto res = parse_config(R"([[butler]]
 name = "coder"
-runtime = "cli"
+[butler.runtime]
+kind = "cli"
+command = ["", "-p"]
 [[butler]]
 name = "far"
 node = "elsewhere"
@@ -559,15 +656,436 @@ tls_key = "/k"
   ASSERT_TRUE(res.settings) << dump(res.errors);
   auto errors = validate_settings(*res.settings);
   EXPECT_EQ(errors.size(), 5u) << dump(errors);
-  ASSERT_TRUE(find(errors, "butler[0].command"));
-  EXPECT_EQ(find(errors, "butler[0].command")->line, 3);
+  ASSERT_TRUE(find(errors, "butler[0].runtime.command"));
+  EXPECT_EQ(find(errors, "butler[0].runtime.command")->line, 5);
   ASSERT_TRUE(find(errors, "butler[1].node"));
   ASSERT_TRUE(find(errors, "connector[0].path"));
   ASSERT_TRUE(find(errors, "connector[1].name"));
   ASSERT_TRUE(find(errors, "cluster.tls_key"));
-  EXPECT_EQ(find(errors, "cluster.tls_key")->line, 15);
+  EXPECT_EQ(find(errors, "cluster.tls_key")->line, 17);
   EXPECT_EQ(find(errors, "cluster.tls_key")->message,
             "requires cluster.tls_certificate");
+}
+
+// -- [[butler]] runtime and schedules, [messenger] ---------------------------
+
+/// The example operators copy (config/README.md).
+constexpr const char* health_example = R"([[butler]]
+name = "health"
+description = "Medication, symptoms, appointments"
+triggers = ["the user talks about their health or medication"]
+keywords = ["pill", "medication", "doctor"]
+max_concurrent_sessions = 1
+max_pending = 100
+session_timeout_s = 1800
+[butler.runtime]
+kind = "scripted"      # or "cli"
+turn_ms = 200
+turns = 1
+fail_rate = 0.0        # fraction of sessions that fail...
+fail_class = "timeout" # ...with this error class
+)";
+
+/// Parses `text`, expecting no parse errors, and returns what
+/// validate_settings says about it.
+std::vector<config_error> validated(const std::string& text) {
+  auto res = parse_config(text, "node.toml");
+  EXPECT_TRUE(res.settings) << dump(res.errors);
+  if (!res.settings)
+    return {};
+  return validate_settings(*res.settings);
+}
+
+TEST(config, health_example_parses) {
+  auto res = parse_config(health_example, "node.toml");
+  ASSERT_TRUE(res.settings) << dump(res.errors);
+  EXPECT_TRUE(validate_settings(*res.settings).empty());
+  butler_config expected;
+  expected.name = "health";
+  expected.description = "Medication, symptoms, appointments";
+  expected.triggers = {"the user talks about their health or medication"};
+  expected.keywords = {"pill", "medication", "doctor"};
+  expected.max_concurrent_sessions = 1;
+  expected.max_pending = 100;
+  expected.session_timeout_s = 1800;
+  expected.runtime.kind = "scripted";
+  expected.runtime.turn_ms = 200;
+  expected.runtime.turns = 1;
+  expected.runtime.fail_rate = 0.0;
+  expected.runtime.fail_class = "timeout";
+  ASSERT_EQ(res.settings->butlers.size(), 1u);
+  EXPECT_EQ(res.settings->butlers[0], expected);
+  EXPECT_EQ(res.settings->positions.at("butler[0].runtime").line, 9);
+  EXPECT_EQ(res.settings->positions.at("butler[0].runtime.fail_class").line,
+            14);
+}
+
+TEST(config, butler_defaults) {
+  auto res = parse_config("[[butler]]\nname = \"x\"\n[messenger]\n"
+                          "[[messenger.adapter]]\nkind = \"outbox\"\n"
+                          "path = \"o.jsonl\"\n",
+                          "node.toml");
+  ASSERT_TRUE(res.settings) << dump(res.errors);
+  ASSERT_EQ(res.settings->butlers.size(), 1u);
+  auto& b = res.settings->butlers[0];
+  EXPECT_TRUE(b.triggers.empty());
+  EXPECT_EQ(b.capabilities, (std::vector<std::string>{"route.execute"}));
+  EXPECT_EQ(b.max_concurrent_sessions, 1u);
+  EXPECT_EQ(b.max_pending, 100u);
+  EXPECT_EQ(b.session_timeout_s, 600u);
+  EXPECT_EQ(b.lease_s, 30u);
+  EXPECT_TRUE(b.schedules.empty());
+  auto& rt = b.runtime;
+  EXPECT_EQ(rt.kind, "scripted");
+  EXPECT_EQ(rt.turn_ms, 200u);
+  EXPECT_EQ(rt.turns, 1u);
+  EXPECT_EQ(rt.fail_rate, 0.0);
+  EXPECT_EQ(rt.fail_class, "timeout");
+  EXPECT_EQ(rt.reply, "{butler}: {prompt}");
+  EXPECT_EQ(rt.seed, 0u);
+  EXPECT_EQ(rt.family, "claude");
+  EXPECT_TRUE(rt.command.empty());
+  EXPECT_EQ(rt.prompt_via, "stdin");
+  EXPECT_EQ(rt.max_output_bytes, 1048576u);
+  EXPECT_EQ(rt.kill_grace_ms, 2000u);
+  auto& m = res.settings->messenger;
+  EXPECT_EQ(m.max_concurrent_sessions, 2u);
+  EXPECT_EQ(m.max_pending, 1000u);
+  ASSERT_EQ(m.adapters.size(), 1u);
+  EXPECT_EQ(m.adapters[0].channels, (std::vector<std::string>{"*"}));
+  EXPECT_EQ(m.adapters[0].url, "");
+  EXPECT_EQ(m.adapters[0].token, "");
+  EXPECT_EQ(m.adapters[0].timeout_ms, 5000u);
+  EXPECT_EQ(m.adapters[0].retries, 3u);
+  EXPECT_TRUE(validate_settings(*res.settings).empty());
+}
+
+TEST(config, fail_rate_takes_integers_and_floats_in_range) {
+  using case_t = std::pair<const char*, double>;
+  for (auto [text, rate] : {case_t{"0", 0.0}, case_t{"1", 1.0},
+                            case_t{"0.5", 0.5}, case_t{"1e-3", 0.001}}) {
+    auto res = parse_config(std::string{"[[butler]]\nname = \"x\"\n"
+                                        "[butler.runtime]\nfail_rate = "}
+                              + text + "\n",
+                            "node.toml");
+    ASSERT_TRUE(res.settings) << text << "\n" << dump(res.errors);
+    EXPECT_EQ(res.settings->butlers[0].runtime.fail_rate, rate) << text;
+  }
+}
+
+TEST(config, schedules_and_adapters_must_be_arrays_of_tables) {
+  auto res = parse_config(R"([[butler]]
+name = "a"
+[butler.schedule]
+name = "s"
+[messenger]
+adapter = 1
+)",
+                          "node.toml");
+  ASSERT_EQ(res.errors.size(), 2u) << dump(res.errors);
+  EXPECT_EQ(res.errors[0].key, "butler[0].schedule");
+  EXPECT_EQ(res.errors[0].message,
+            "expected array of tables ([[butler.schedule]]), got table");
+  EXPECT_EQ(res.errors[1].key, "messenger.adapter");
+  EXPECT_EQ(res.errors[1].message,
+            "expected array of tables ([[messenger.adapter]]), got integer");
+}
+
+TEST(config, unknown_key_inside_butler_runtime) {
+  auto res = parse_config(R"([[butler]]
+name = "a"
+[butler.runtime]
+kind = "scripted"
+turn_m = 5
+)",
+                          "node.toml");
+  ASSERT_EQ(res.errors.size(), 1u) << dump(res.errors);
+  EXPECT_EQ(res.errors[0].to_string(),
+            "node.toml:5:1: butler[0].runtime.turn_m: unknown key; did you "
+            "mean 'turn_ms'?");
+}
+
+TEST(config, runtime_value_errors) {
+  auto res = parse_config(R"([[butler]]
+name = "a"
+[butler.runtime]
+fail_rate = 1.5
+fail_class = "timout"
+family = "gemini"
+prompt_via = "file"
+turns = 0
+max_output_bytes = 100
+seed = -1
+[[butler]]
+name = "b"
+[butler.runtime]
+fail_rate = nan
+fail_class = "draining"
+)",
+                          "node.toml");
+  EXPECT_EQ(res.errors.size(), 9u) << dump(res.errors);
+  auto e = find(res.errors, "butler[0].runtime.fail_rate");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->to_string(), "node.toml:4:13: butler[0].runtime.fail_rate: "
+                            "must be in 0.0..1.0, got 1.5");
+  e = find(res.errors, "butler[0].runtime.fail_class");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->line, 5);
+  EXPECT_EQ(e->message,
+            "must be one of classification_error, validation_error, "
+            "routing_error, target_unavailable, timeout, overload_rejected, "
+            "internal_error, got 'timout'; did you mean 'timeout'?");
+  e = find(res.errors, "butler[0].runtime.family");
+  ASSERT_TRUE(e);
+  EXPECT_TRUE(contains(e->message, "claude, codex, opencode")) << e->message;
+  ASSERT_TRUE(find(res.errors, "butler[0].runtime.prompt_via"));
+  ASSERT_TRUE(find(res.errors, "butler[0].runtime.turns"));
+  ASSERT_TRUE(find(res.errors, "butler[0].runtime.max_output_bytes"));
+  ASSERT_TRUE(find(res.errors, "butler[0].runtime.seed"));
+  // nan is out of every range; internal codes are not taxonomy classes.
+  ASSERT_TRUE(find(res.errors, "butler[1].runtime.fail_rate"));
+  ASSERT_TRUE(find(res.errors, "butler[1].runtime.fail_class"));
+}
+
+TEST(config, old_butler_runtime_and_command_keys_say_where_they_went) {
+  auto res = parse_config(R"([[butler]]
+name = "a"
+runtime = "cli"
+command = ["claude", "-p"]
+)",
+                          "node.toml");
+  ASSERT_EQ(res.errors.size(), 2u) << dump(res.errors);
+  EXPECT_EQ(res.errors[0].key, "butler[0].runtime");
+  EXPECT_EQ(res.errors[0].line, 3);
+  EXPECT_EQ(res.errors[0].message,
+            "expected table, got string; the runtime is the table "
+            "[butler.runtime], its adapter is `kind`");
+  EXPECT_EQ(res.errors[1].key, "butler[0].command");
+  EXPECT_EQ(res.errors[1].line, 4);
+  EXPECT_EQ(res.errors[1].message,
+            "unknown key; it is now a key of [butler.runtime]");
+}
+
+TEST(config, butler_list_values_are_checked) {
+  auto res = parse_config(R"([[butler]]
+name = "a"
+triggers = [""]
+capabilities = ["route.execute", "Route.Execute", "route..x", "route.x-y"]
+lease_s = 1
+)",
+                          "node.toml");
+  EXPECT_EQ(res.errors.size(), 5u) << dump(res.errors);
+  ASSERT_TRUE(find(res.errors, "butler[0].triggers[0]"));
+  EXPECT_FALSE(find(res.errors, "butler[0].capabilities[0]"));
+  ASSERT_TRUE(find(res.errors, "butler[0].capabilities[1]"));
+  EXPECT_TRUE(contains(find(res.errors, "butler[0].capabilities[1]")->message,
+                       "^[a-z][a-z0-9_]*(\\.[a-z][a-z0-9_]*)*$"));
+  ASSERT_TRUE(find(res.errors, "butler[0].capabilities[2]"));
+  ASSERT_TRUE(find(res.errors, "butler[0].capabilities[3]"));
+  ASSERT_TRUE(find(res.errors, "butler[0].lease_s"));
+  EXPECT_EQ(find(res.errors, "butler[0].lease_s")->message,
+            "must be in 2..86400, got 1");
+}
+
+TEST(config, schedule_values_are_checked) {
+  auto res = parse_config(R"([[butler]]
+name = "a"
+[[butler.schedule]]
+every_s = 0
+prompt = ""
+[[butler.schedule]]
+name = "b"
+cron = "0 3 * *"
+prompt = "x"
+evry_s = 5
+)",
+                          "node.toml");
+  EXPECT_EQ(res.errors.size(), 5u) << dump(res.errors);
+  auto e = find(res.errors, "butler[0].schedule[0].name");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->message, "missing required key");
+  EXPECT_EQ(e->line, 3);
+  e = find(res.errors, "butler[0].schedule[0].every_s");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->message, "must be in 1..31536000, got 0");
+  ASSERT_TRUE(find(res.errors, "butler[0].schedule[0].prompt"));
+  e = find(res.errors, "butler[0].schedule[1].cron");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->to_string(),
+            "node.toml:8:8: butler[0].schedule[1].cron: expected five fields "
+            "(minute hour day-of-month month day-of-week), got 4 in "
+            "'0 3 * *'");
+  e = find(res.errors, "butler[0].schedule[1].evry_s");
+  ASSERT_TRUE(e);
+  EXPECT_TRUE(contains(e->message, "did you mean 'every_s'?")) << e->message;
+}
+
+TEST(config, schedule_with_both_every_s_and_cron) {
+  auto errors = validated(R"([[butler]]
+name = "a"
+[[butler.schedule]]
+name = "s"
+every_s = 60
+cron = "*/5 * * * *"
+prompt = "x"
+)");
+  ASSERT_EQ(errors.size(), 1u) << dump(errors);
+  EXPECT_EQ(errors[0].to_string(),
+            "node.toml:6:1: butler[0].schedule[0].cron: set together with "
+            "every_s; a schedule has exactly one of every_s and cron");
+}
+
+TEST(config, schedule_with_neither_every_s_nor_cron) {
+  auto errors = validated(R"([[butler]]
+name = "a"
+
+[[butler.schedule]]
+name = "s"
+prompt = "x"
+)");
+  ASSERT_EQ(errors.size(), 1u) << dump(errors);
+  EXPECT_EQ(errors[0].key, "butler[0].schedule[0]");
+  EXPECT_EQ(errors[0].line, 4);
+  EXPECT_EQ(errors[0].message,
+            "has neither every_s nor cron; a schedule has exactly one");
+}
+
+TEST(config, duplicate_schedule_name_within_a_butler) {
+  auto errors = validated(R"([[butler]]
+name = "a"
+[[butler.schedule]]
+name = "daily"
+every_s = 86400
+prompt = "x"
+[[butler.schedule]]
+name = "daily"
+cron = "0 0 * * *"
+prompt = "y"
+[[butler]]
+name = "b"
+[[butler.schedule]]
+name = "daily"
+every_s = 86400
+prompt = "x"
+)");
+  ASSERT_EQ(errors.size(), 1u) << dump(errors);
+  EXPECT_EQ(errors[0].key, "butler[0].schedule[1].name");
+  EXPECT_EQ(errors[0].line, 8);
+  EXPECT_EQ(errors[0].message, "duplicate schedule name 'daily' (first in "
+                               "butler[0].schedule[0], line 4)");
+}
+
+TEST(config, butler_named_messenger_is_an_error_general_is_not) {
+  auto errors = validated(R"([[butler]]
+name = "general"
+[[butler]]
+name = "messenger"
+)");
+  ASSERT_EQ(errors.size(), 1u) << dump(errors);
+  EXPECT_EQ(errors[0].to_string(),
+            "node.toml:4:1: butler[1].name: messenger is configured under "
+            "[messenger], not as a [[butler]]");
+}
+
+TEST(config, messenger_value_errors) {
+  auto res = parse_config(R"([messenger]
+max_concurrent_sessions = 0
+max_pendng = 5
+[[messenger.adapter]]
+kind = "smtp"
+[[messenger.adapter]]
+kind = "webhook"
+url = "https://hooks.example/notify"
+channels = ["telegram", "sms"]
+[[messenger.adapter]]
+kind = "webhook"
+url = "hooks.example/notify"
+retries = 101
+)",
+                          "node.toml");
+  EXPECT_EQ(res.errors.size(), 7u) << dump(res.errors);
+  ASSERT_TRUE(find(res.errors, "messenger.max_concurrent_sessions"));
+  auto e = find(res.errors, "messenger.max_pendng");
+  ASSERT_TRUE(e);
+  EXPECT_TRUE(contains(e->message, "did you mean 'max_pending'?"));
+  e = find(res.errors, "messenger.adapter[0].kind");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->message, "must be one of webhook, outbox, got 'smtp'");
+  e = find(res.errors, "messenger.adapter[1].url");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->to_string(),
+            "node.toml:8:7: messenger.adapter[1].url: https:// is not "
+            "supported; only http:// URLs are, got "
+            "'https://hooks.example/notify'");
+  e = find(res.errors, "messenger.adapter[1].channels[1]");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->message, "must be one of *, telegram, slack, email, api, mcp, "
+                        "got 'sms'");
+  e = find(res.errors, "messenger.adapter[2].url");
+  ASSERT_TRUE(e);
+  EXPECT_TRUE(contains(e->message, "must be an http://")) << e->message;
+  ASSERT_TRUE(find(res.errors, "messenger.adapter[2].retries"));
+}
+
+TEST(config, adapter_required_fields) {
+  auto errors = validated(R"([messenger]
+[[messenger.adapter]]
+kind = "webhook"
+[[messenger.adapter]]
+kind = "outbox"
+[[messenger.adapter]]
+kind = "outbox"
+path = "out.jsonl"
+channels = []
+)");
+  ASSERT_EQ(errors.size(), 3u) << dump(errors);
+  EXPECT_EQ(errors[0].to_string(),
+            "node.toml:3:1: messenger.adapter[0].url: a 'webhook' adapter "
+            "requires a url");
+  EXPECT_EQ(errors[1].to_string(),
+            "node.toml:5:1: messenger.adapter[1].path: an 'outbox' adapter "
+            "requires a path");
+  EXPECT_EQ(errors[2].key, "messenger.adapter[2].channels");
+  // A missing kind is a parse error.
+  auto res = parse_config("[[messenger.adapter]]\npath = \"x\"\n", "node.toml");
+  ASSERT_EQ(res.errors.size(), 1u) << dump(res.errors);
+  EXPECT_EQ(res.errors[0].key, "messenger.adapter[0].kind");
+  EXPECT_EQ(res.errors[0].message, "missing required key");
+}
+
+TEST(config, to_toml_round_trips_runtime_schedules_and_adapters) {
+  node_settings s;
+  s.butlers.emplace_back();
+  auto& b = s.butlers.back();
+  b.name = "b";
+  b.triggers = {"when \"quoted\"\nand two lines"};
+  b.capabilities = {};
+  b.lease_s = 2;
+  b.runtime.kind = "cli";
+  b.runtime.fail_rate = 1.0 / 3.0; // needs all 17 digits
+  b.runtime.seed = 9223372036854775807u;
+  b.runtime.reply = "{prompt}\t{turns}";
+  b.runtime.command = {"opencode", "run", ""};
+  b.schedules.push_back({"hourly", 3600, "", "tick"});
+  b.schedules.push_back({"cron-job", 0, "0 * * * 1-5", "weekday tick"});
+  s.butlers.emplace_back();
+  s.butlers.back().name = "c";
+  s.butlers.back().runtime.fail_rate = 1e-9;
+  s.messenger.max_pending = 0;
+  s.messenger.adapters.push_back(
+    {"webhook", {"api", "mcp"}, "http://h:1/x", "", 1, 100, ""});
+  s.messenger.adapters.push_back({"outbox", {"*"}, "", "", 5000, 3, "o.jsonl"});
+  auto text = to_toml(s);
+  auto back = parse_config(text, "out.toml");
+  ASSERT_TRUE(back.settings) << dump(back.errors) << text;
+  EXPECT_EQ(*back.settings, s) << text;
+  EXPECT_TRUE(validate_settings(*back.settings).empty())
+    << dump(validate_settings(*back.settings));
+  EXPECT_TRUE(contains(text, "\n[butler.runtime]\nkind = \"cli\"\n")) << text;
+  EXPECT_TRUE(contains(text, "[[butler.schedule]]\nname = \"hourly\"\n"
+                             "every_s = 3600\nprompt = \"tick\"\n"))
+    << text;
+  EXPECT_TRUE(contains(text, "fail_rate = 1e-09\n")) << text;
 }
 
 // -- environment
@@ -650,12 +1168,17 @@ TEST(config, shipped_node_toml_is_valid) {
   ASSERT_EQ(s.butlers.size(), 2u);
   EXPECT_EQ(s.butlers[0].name, "general");
   EXPECT_TRUE(s.butlers[0].keywords.empty());
+  EXPECT_EQ(s.butlers[0].runtime, runtime_config{});
   EXPECT_EQ(s.butlers[1].name, "health");
   EXPECT_FALSE(s.butlers[1].keywords.empty());
+  EXPECT_FALSE(s.butlers[1].triggers.empty());
+  EXPECT_EQ(s.butlers[1].runtime.kind, "scripted");
   ASSERT_EQ(s.connectors.size(), 1u);
   EXPECT_EQ(s.connectors[0].name, "api");
   EXPECT_EQ(s.connectors[0].type, "http");
-  // The shipped file states the defaults.
+  // The shipped file states the defaults (its adapters are commented out:
+  // none means the runtime's default outbox).
+  EXPECT_TRUE(s.messenger.adapters.empty());
   auto defaults = s;
   defaults.butlers.clear();
   defaults.connectors.clear();
