@@ -76,7 +76,7 @@ struct webhook_policy {
 struct webhook_outcome {
   /// A 2xx arrived.
   bool delivered = false;
-  /// Status of the last response; 0 when none arrived.
+  /// Status of the last attempt's response; 0 when it got none.
   int status = 0;
   /// Attempts made.
   uint32_t attempts = 0;
