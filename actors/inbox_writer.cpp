@@ -50,6 +50,13 @@ void deliver(batch_waiters& w, write_result& r) {
     w.claims[i].deliver(r.claims[i]);
   for (size_t i = 0; i < w.completions.size(); ++i)
     w.completions[i].deliver(static_cast<bool>(r.completions[i]));
+  for (size_t i = 0; i < w.work.size(); ++i) {
+    if (i < r.work.size())
+      w.work[i].deliver(std::move(r.work[i]));
+    else
+      w.work[i].deliver(
+        caf::error{butlers_errc::internal_error, std::string{"storage error"}});
+  }
 }
 
 void deliver(batch_waiters& w, const caf::error& err) {
@@ -58,6 +65,8 @@ void deliver(batch_waiters& w, const caf::error& err) {
   for (auto& rp : w.claims)
     rp.deliver(err);
   for (auto& rp : w.completions)
+    rp.deliver(err);
+  for (auto& rp : w.work)
     rp.deliver(err);
 }
 
@@ -81,11 +90,16 @@ void dispatch(writer_ptr self) {
     n = std::min(room, st.pending.completions.size());
     take(st.pending.completions, batch.completions, n);
     take(st.pending_waiters.completions, waiters.completions, n);
+    room -= n;
+    n = std::min(room, st.pending.work.size());
+    take(st.pending.work, batch.work, n);
+    take(st.pending_waiters.work, waiters.work, n);
     st.busy[idx] = true;
     auto size = batch.size();
     auto appends = batch.appends.size();
     auto claims = batch.claims.size();
     auto completions = batch.completions.size();
+    auto work = batch.work.size();
     auto started = std::chrono::steady_clock::now();
     // No timeout: the connection answers every batch (or dies, which takes
     // this actor down with it); a timed-out request would hand it a second
@@ -94,7 +108,7 @@ void dispatch(writer_ptr self) {
       ->request(st.connections[idx], caf::infinite, write_atom_v,
                 std::move(batch))
       .then(
-        [self, idx, waiters, size, appends, claims, completions,
+        [self, idx, waiters, size, appends, claims, completions, work,
          started](write_result& r) mutable {
           auto& st = self->state;
           st.busy[idx] = false;
@@ -104,6 +118,7 @@ void dispatch(writer_ptr self) {
           st.appended->inc(appends);
           st.claimed->inc(claims);
           st.completed->inc(completions);
+          st.worked->inc(work);
           st.batch_sizes->observe(static_cast<double>(size));
           using ms = std::chrono::duration<double, std::milli>;
           st.flush_ms->observe(
@@ -181,6 +196,8 @@ inbox_writer_actor::behavior_type inbox_writer_with(
                               "Batched writes by kind", "op=\"claim\"");
   st.completed = &m.get_counter("butlers_inbox_writer_rows_total",
                                 "Batched writes by kind", "op=\"complete\"");
+  st.worked = &m.get_counter("butlers_inbox_writer_rows_total",
+                             "Batched writes by kind", "op=\"work\"");
   st.unavailable = &m.get_counter("butlers_inbox_writer_unavailable_total",
                                   "Writes answered database_unavailable");
   st.batch_sizes = &m.get_histogram("butlers_inbox_writer_batch_size",
@@ -211,6 +228,10 @@ inbox_writer_actor::behavior_type inbox_writer_with(
     [self](complete_atom, completion& c) -> caf::result<bool> {
       return submit<bool>(self, &write_batch::completions,
                           &batch_waiters::completions, std::move(c));
+    },
+    [self](work_atom, work_op& op) -> caf::result<work_result> {
+      return submit<work_result>(self, &write_batch::work, &batch_waiters::work,
+                                 std::move(op));
     },
     [self](flush_atom) {
       dispatch(self);

@@ -21,6 +21,7 @@ struct batch_waiters {
   std::vector<caf::typed_response_promise<append_result>> appends;
   std::vector<caf::typed_response_promise<claim_result>> claims;
   std::vector<caf::typed_response_promise<bool>> completions;
+  std::vector<caf::typed_response_promise<work_result>> work;
 };
 
 struct inbox_writer_state {
@@ -47,6 +48,7 @@ struct inbox_writer_state {
   counter* appended = nullptr;
   counter* claimed = nullptr;
   counter* completed = nullptr;
+  counter* worked = nullptr;
   counter* unavailable = nullptr;
   histogram* batch_sizes = nullptr;
   histogram* flush_ms = nullptr;

@@ -92,6 +92,8 @@ write_result inbox_store::write(const write_batch& b) {
     write_claims(tx, b.claims, result.claims);
   if (!b.completions.empty())
     write_completions(tx, b.completions, result.completions);
+  if (!b.work.empty())
+    write_work(tx, b.work, result.work);
   tx.commit();
   return result;
 }
@@ -210,6 +212,91 @@ void inbox_store::write_completions(pqxx::work& tx,
     out.push_back(done.count(c.ref.request_id) > 0);
 }
 
+namespace {
+
+work_item item_of(const pqxx::row& row) {
+  work_item x;
+  x.work_id = row[0].as<std::string>();
+  x.butler = row[1].as<std::string>();
+  x.request_id = row[2].as<std::string>();
+  x.segment_id = row[3].as<std::string>();
+  x.trigger_source = row[4].as<std::string>();
+  x.origin_butler = row[5].as<std::string>();
+  x.envelope = row[6].as<std::string>();
+  x.lease_token = row[7].as<int64_t>();
+  x.attempts = row[8].as<int32_t>();
+  x.created_at_us = row[9].as<int64_t>();
+  return x;
+}
+
+} // namespace
+
+void inbox_store::write_work(pqxx::work& tx, const std::vector<work_op>& in,
+                             std::vector<work_result>& out) {
+  // Work items arrive at the pace of sessions, not of ingest: one statement
+  // each, all in the batch's one transaction.
+  static const std::string append = named_query("work_append");
+  static const std::string start = named_query("work_start");
+  static const std::string renew = named_query("work_renew");
+  static const std::string finish = named_query("work_finish");
+  static const std::string lease = named_query("work_lease");
+  out.clear();
+  for (auto& op : in) {
+    auto& it = op.item;
+    auto lease_s = static_cast<int>(op.lease_s);
+    work_result r;
+    switch (op.kind) {
+      case work_op_kind::append: {
+        auto rows = tx.exec_params(append, it.work_id, it.butler, it.request_id,
+                                   it.segment_id, it.subrequest_id,
+                                   it.trigger_source, it.origin_butler,
+                                   it.envelope, owner_, lease_s);
+        if (rows.empty()) // inserted concurrently, after our snapshot
+          rows = tx.exec_params(
+            "SELECT work_id::text, lease_token, attempts, "
+            "(extract(epoch FROM created_at) * 1000000)::bigint, false "
+            "FROM route_work WHERE butler = $1 AND request_id = $2::uuid "
+            "AND segment_id = $3",
+            it.butler, it.request_id, it.segment_id);
+        if (!rows.empty()) {
+          auto stored = it;
+          stored.work_id = rows[0][0].as<std::string>();
+          stored.lease_token = rows[0][1].as<int64_t>();
+          stored.attempts = rows[0][2].as<int32_t>();
+          stored.created_at_us = rows[0][3].as<int64_t>();
+          r.ok = true;
+          r.duplicate = !rows[0][4].as<bool>();
+          r.items.push_back(std::move(stored));
+        }
+        break;
+      }
+      case work_op_kind::start: {
+        auto rows = tx.exec_params(start, it.work_id, it.lease_token, lease_s);
+        r.ok = !rows.empty();
+        if (r.ok)
+          r.attempts = rows[0][0].as<int32_t>();
+        break;
+      }
+      case work_op_kind::renew:
+        r.ok = !tx.exec_params(renew, it.work_id, it.lease_token, lease_s)
+                  .empty();
+        break;
+      case work_op_kind::finish:
+        r.ok = !tx.exec_params(finish, it.work_id, it.lease_token, op.state,
+                               op.response, op.error_class)
+                  .empty();
+        break;
+      case work_op_kind::lease:
+        for (auto row : tx.exec_params(lease, it.butler, owner_, lease_s,
+                                       static_cast<int>(op.limit), op.own))
+          r.items.push_back(item_of(row));
+        r.ok = true;
+        break;
+    }
+    out.push_back(std::move(r));
+  }
+}
+
 write_result inbox_store::write_each(const write_batch& b) {
   write_result result;
   // Writes each element of one kind in its own transaction: a statement
@@ -233,6 +320,7 @@ write_result inbox_store::write_each(const write_batch& b) {
   each(&write_batch::appends, &write_result::appends, append_result{});
   each(&write_batch::claims, &write_result::claims, claim_result{});
   each(&write_batch::completions, &write_result::completions, false);
+  each(&write_batch::work, &write_result::work, work_result{});
   return result;
 }
 

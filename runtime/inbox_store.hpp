@@ -70,6 +70,8 @@ class inbox_store {
                     std::vector<claim_result>& out);
   void write_completions(pqxx::work& tx, const std::vector<completion>& in,
                          std::vector<bool>& out);
+  void write_work(pqxx::work& tx, const std::vector<work_op>& in,
+                  std::vector<work_result>& out);
 
   std::string url_;
   std::string owner_;

@@ -13,6 +13,7 @@
 #include <caf/meta/type_name.hpp>
 
 #include "runtime/request_context.hpp"
+#include "runtime/route.hpp"
 
 namespace butlers {
 
@@ -117,20 +118,111 @@ typename Inspector::result_type inspect(Inspector& f, completion& x) {
            x.error_class, x.error_message);
 }
 
+/// A durable work item of a butler's route inbox (table `route_work`).
+struct work_item {
+  /// UUIDv7 of the item.
+  std::string work_id;
+  std::string butler;
+  /// The root request (route.v1 request_context.request_id).
+  std::string request_id;
+  /// route.v1 subrequest.segment_id; "" when not decomposed.
+  std::string segment_id;
+  /// route.v1 subrequest.subrequest_id; "" when not decomposed.
+  std::string subrequest_id;
+  /// "route", "trigger", "schedule" or "switchboard".
+  std::string trigger_source;
+  /// Butler whose session asked for this work ("" when none).
+  std::string origin_butler;
+  /// The route.v1 envelope (JSON text).
+  std::string envelope;
+  /// Fencing token of the current lease.
+  int64_t lease_token = 0;
+  /// Sessions started for the item so far.
+  int32_t attempts = 0;
+  /// When it was accepted, Unix microseconds.
+  int64_t created_at_us = 0;
+};
+
+template<class Inspector>
+typename Inspector::result_type inspect(Inspector& f, work_item& x) {
+  return f(caf::meta::type_name("work_item"), x.work_id, x.butler, x.request_id,
+           x.segment_id, x.subrequest_id, x.trigger_source, x.origin_butler,
+           x.envelope, x.lease_token, x.attempts, x.created_at_us);
+}
+
+/// What a `work_op` does to the route inbox.
+enum class work_op_kind : uint8_t {
+  /// Store `item` (leased to this node) or find its duplicate.
+  append,
+  /// A session starts on `item` (fenced by its token).
+  start,
+  /// Extend the lease of `item` (fenced).
+  renew,
+  /// Write the terminal `state` and `response` of `item` (fenced).
+  finish,
+  /// Recovery: lease up to `limit` open items of `item.butler` whose lease
+  /// expired (and, with `own`, those this node held before a restart).
+  lease,
+};
+
+/// One write to the route inbox, batched with everything else the inbox
+/// writer commits.
+struct work_op {
+  work_op_kind kind = work_op_kind::append;
+  work_item item;
+  /// Lease length for append, start, renew and lease.
+  uint32_t lease_s = 30;
+  /// finish: "ok", "error" or "cancelled".
+  std::string state;
+  /// finish: the route_response.v1 (JSON text).
+  std::string response;
+  /// finish: normalized error class, "" on success.
+  std::string error_class;
+  /// lease: most items to take.
+  uint32_t limit = 0;
+  /// lease: also take items this node held before it restarted.
+  bool own = false;
+};
+
+template<class Inspector>
+typename Inspector::result_type inspect(Inspector& f, work_op& x) {
+  return f(caf::meta::type_name("work_op"), x.kind, x.item, x.lease_s, x.state,
+           x.response, x.error_class, x.limit, x.own);
+}
+
+/// The outcome of a `work_op`.
+struct work_result {
+  /// append: stored or found; start, renew, finish: the token matched.
+  bool ok = false;
+  /// append: the item was already stored (`items[0]` is the original).
+  bool duplicate = false;
+  /// start: attempts so far.
+  int32_t attempts = 0;
+  /// append: the stored item; lease: the items now held.
+  std::vector<work_item> items;
+};
+
+template<class Inspector>
+typename Inspector::result_type inspect(Inspector& f, work_result& x) {
+  return f(caf::meta::type_name("work_result"), x.ok, x.duplicate, x.attempts,
+           x.items);
+}
+
 /// Everything one transaction of the inbox writes (a group commit).
 struct write_batch {
   std::vector<inbox_record> appends;
   std::vector<inbox_ref> claims;
   std::vector<completion> completions;
+  std::vector<work_op> work;
   size_t size() const {
-    return appends.size() + claims.size() + completions.size();
+    return appends.size() + claims.size() + completions.size() + work.size();
   }
 };
 
 template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, write_batch& x) {
   return f(caf::meta::type_name("write_batch"), x.appends, x.claims,
-           x.completions);
+           x.completions, x.work);
 }
 
 /// The outcome of each element of a `write_batch`, in the batch's order.
@@ -143,12 +235,98 @@ struct write_result {
   std::vector<claim_result> claims;
   /// False where the lease token no longer matched (lease lost).
   std::vector<bool> completions;
+  /// `ok` false (and no items) where the element failed.
+  std::vector<work_result> work;
 };
 
 template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, write_result& x) {
   return f(caf::meta::type_name("write_result"), x.appends, x.claims,
-           x.completions);
+           x.completions, x.work);
+}
+
+/// What a runtime adapter produced for one session.
+struct adapter_result {
+  bool ok = false;
+  /// ok: the final answer.
+  std::string text;
+  /// failure: taxonomy class, message, and whether a retry may help.
+  std::string error_class;
+  std::string message;
+  bool retryable = false;
+};
+
+template<class Inspector>
+typename Inspector::result_type inspect(Inspector& f, adapter_result& x) {
+  return f(caf::meta::type_name("adapter_result"), x.ok, x.text, x.error_class,
+           x.message, x.retryable);
+}
+
+/// How a session ended, reported to its butler.
+struct session_outcome {
+  std::string work_id;
+  /// The lease token the session ran under (fencing).
+  int64_t lease_token = 0;
+  /// `ok` or `error` (the route_response.v1 of the work item).
+  route_response response;
+  /// "ok", "error" or "cancelled": the work item's terminal state.
+  std::string state;
+  /// What the user should see ("" for nothing): sent as notify.v1.
+  std::string reply;
+};
+
+template<class Inspector>
+typename Inspector::result_type inspect(Inspector& f, session_outcome& x) {
+  return f(caf::meta::type_name("session_outcome"), x.work_id, x.lease_token,
+           x.response, x.state, x.reply);
+}
+
+/// A butler's pool and counters.
+struct butler_status {
+  std::string name;
+  /// Sessions running, and the most allowed at once.
+  uint32_t active = 0;
+  uint32_t max_concurrent_sessions = 0;
+  /// Work items waiting for a slot (including appends not yet committed),
+  /// and the most allowed.
+  uint32_t pending = 0;
+  uint32_t max_pending = 0;
+  uint64_t accepted = 0;
+  uint64_t rejected = 0;
+  uint64_t succeeded = 0;
+  uint64_t failed = 0;
+  /// Writes refused because the lease had passed to another holder.
+  uint64_t fenced = 0;
+  /// Items taken over from a holder whose lease expired.
+  uint64_t recovered = 0;
+};
+
+template<class Inspector>
+typename Inspector::result_type inspect(Inspector& f, butler_status& x) {
+  return f(caf::meta::type_name("butler_status"), x.name, x.active,
+           x.max_concurrent_sessions, x.pending, x.max_pending, x.accepted,
+           x.rejected, x.succeeded, x.failed, x.fenced, x.recovered);
+}
+
+/// A butler as the registry lists it.
+struct registry_entry {
+  std::string name;
+  std::string description;
+  std::vector<std::string> triggers;
+  std::vector<std::string> keywords;
+  std::vector<std::string> capabilities;
+  uint32_t max_concurrent_sessions = 1;
+  /// Node hosting it.
+  std::string node;
+  /// "active", "stale" or "quarantined" (spec 001 §10.7).
+  std::string status = "active";
+};
+
+template<class Inspector>
+typename Inspector::result_type inspect(Inspector& f, registry_entry& x) {
+  return f(caf::meta::type_name("registry_entry"), x.name, x.description,
+           x.triggers, x.keywords, x.capabilities, x.max_concurrent_sessions,
+           x.node, x.status);
 }
 
 } // namespace butlers
