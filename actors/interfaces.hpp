@@ -50,6 +50,10 @@ using inbox_writer_actor = caf::typed_actor<
   /// Moves a claimed row to a terminal state if its token still matches;
   /// replies false when the lease was lost.
   caf::replies_to<complete_atom, completion>::with<bool>,
+  /// Writes to a butler's route inbox (append, start, renew, finish, lease),
+  /// batched with the inbox writes; fenced ops answer `ok` false when the
+  /// lease token no longer matches.
+  caf::replies_to<work_atom, work_op>::with<work_result>,
   /// INTERNAL: dispatches pending work (queued behind current messages).
   caf::reacts_to<flush_atom>,
   /// INTERNAL: connection `index` went up (true) or down (false, reason).
@@ -67,7 +71,11 @@ using switchboard_actor = caf::typed_actor<
   caf::replies_to<ingest_atom, inbox_record>::with<append_result>,
   /// Cold path: offers rows found by the scanner; replies how many fit the
   /// queue (the rest stay in the database for the next sweep).
-  caf::replies_to<enqueue_atom, std::vector<inbox_ref>>::with<uint32_t>>;
+  caf::replies_to<enqueue_atom, std::vector<inbox_ref>>::with<uint32_t>,
+  /// Delivery (spec 001 §10.1): hands a notify.v1 (JSON text) from a
+  /// butler's session to the messenger as route.v1 with
+  /// input.context.notify_request; answers the messenger's response.
+  caf::replies_to<deliver_atom, std::string>::with<route_response>>;
 
 /// The cold path: every `scanner_interval_s` (and once at start) finds
 /// `accepted` rows older than `scanner_grace_s` and `progress` rows whose
@@ -76,6 +84,57 @@ using switchboard_actor = caf::typed_actor<
 using inbox_scanner_actor = caf::typed_actor<
   /// INTERNAL: runs one sweep and schedules the next.
   caf::reacts_to<scan_atom>>;
+
+// -- butlers
+// -------------------------------------------------------------------
+
+/// A butler (spec 000 §4.2, §4.4): accept-then-process `route.execute`, its
+/// session pool (`max_concurrent_sessions`), a bounded pending queue
+/// (`max_pending`) backed by leased rows of its route inbox, the self-trigger
+/// guard, and its schedules. Nothing here is shared with other butlers, so
+/// one busy butler never holds up another.
+using butler_actor = caf::typed_actor<
+  /// route.execute: validates the route.v1 envelope and the target tool,
+  /// stores a work item and answers `accepted` once it is durable; or
+  /// `error` with validation_error, overload_rejected (pending queue full,
+  /// retryable; or a self-trigger while every slot is busy) or
+  /// target_unavailable (database).
+  caf::replies_to<route_atom, route_request>::with<route_response>,
+  /// Cancels a work item: stops its session (a CLI's process group is
+  /// killed) or drops it from the pending queue; true when it was here.
+  caf::replies_to<cancel_atom, std::string>::with<bool>,
+  /// The pool and counters.
+  caf::replies_to<status_atom>::with<butler_status>,
+  /// INTERNAL: a session ended.
+  caf::reacts_to<done_atom, session_outcome>,
+  /// INTERNAL: renews held leases and recovers expired ones.
+  caf::reacts_to<caf::tick_atom>,
+  /// INTERNAL: schedule `index` is due.
+  caf::reacts_to<schedule_atom, uint32_t>>;
+
+/// One running session: drives its runtime adapter turn by turn under the
+/// session timeout and reports a `session_outcome` to its butler, then
+/// quits. Blocking adapters (a CLI subprocess, a webhook) run on their own
+/// thread and report back with `adapter_result`.
+using session_actor = caf::typed_actor<
+  /// Stops the run; the outcome is `cancelled`.
+  caf::reacts_to<cancel_atom>,
+  /// INTERNAL: the next scripted turn is due.
+  caf::reacts_to<turn_atom>,
+  /// INTERNAL: the session timeout passed.
+  caf::reacts_to<caf::timeout_atom>,
+  /// INTERNAL: a blocking adapter finished.
+  caf::reacts_to<done_atom, adapter_result>>;
+
+/// The node's butler registry: name → butler (local now, remote with the
+/// cluster), with the entries routers read.
+using registry_actor = caf::typed_actor<
+  /// The butler named so; `target_unavailable` when there is none.
+  caf::replies_to<lookup_atom, std::string>::with<caf::actor>,
+  /// Every registered butler.
+  caf::replies_to<list_atom>::with<std::vector<registry_entry>>,
+  /// Adds or replaces a butler (its handle is a `butler_actor`).
+  caf::reacts_to<register_atom, registry_entry, caf::actor>>;
 
 // -- lifecycle
 // -----------------------------------------------------------------

@@ -9,8 +9,10 @@
 #include <caf/system_messages.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/butler.hpp"
 #include "actors/inbox_scanner.hpp"
 #include "actors/inbox_writer.hpp"
+#include "actors/registry.hpp"
 #include "actors/switchboard.hpp"
 
 namespace butlers {
@@ -28,6 +30,23 @@ caf::timespan restart_delay(uint32_t attempt) {
 
 using supervisor_ptr = supervisor_actor::stateful_pointer<supervisor_state>;
 
+/// The butlers this node runs: the configured ones placed here (node "" or
+/// this node's name), `general` unless configured, and the messenger.
+std::vector<butler_config> hosted_butlers(const node_settings& s) {
+  std::vector<butler_config> out;
+  bool has_general = false;
+  for (auto& b : s.butlers) {
+    if (!b.node.empty() && b.node != s.node.name)
+      continue;
+    has_general = has_general || b.name == "general";
+    out.push_back(b);
+  }
+  if (!has_general)
+    out.push_back(default_general());
+  out.push_back(messenger_butler(s.messenger));
+  return out;
+}
+
 void start_group(supervisor_ptr self) {
   auto& st = self->state;
   st.restarting = false;
@@ -43,13 +62,38 @@ void start_group(supervisor_ptr self) {
                                                         s.switchboard,
                                                         st.switchboard, st.ctx);
   st.ctx->set_switchboard(caf::actor_cast<caf::actor>(st.switchboard));
+  st.registry = self->spawn<caf::linked>(registry);
+  for (auto& cfg : hosted_butlers(s)) {
+    butler_params params;
+    params.adapters = s.messenger.adapters;
+    params.node = s.node.name;
+    params.cfg = cfg;
+    auto hdl = self->spawn<caf::linked>(butler, std::move(params), st.writer,
+                                        st.ctx);
+    registry_entry entry;
+    entry.name = cfg.name;
+    entry.description = cfg.description;
+    entry.triggers = cfg.triggers;
+    entry.keywords = cfg.keywords;
+    entry.capabilities = cfg.capabilities;
+    entry.max_concurrent_sessions = cfg.max_concurrent_sessions;
+    entry.node = s.node.name;
+    self->send(st.registry, register_atom_v, std::move(entry),
+               caf::actor_cast<caf::actor>(hdl));
+    st.butlers.push_back(std::move(hdl));
+  }
+  st.ctx->set_registry(caf::actor_cast<caf::actor>(st.registry));
 }
 
 bool is_child(supervisor_ptr self, const caf::actor_addr& addr) {
   auto& st = self->state;
+  for (auto& b : st.butlers)
+    if (addr == b.address())
+      return true;
   return (st.writer && addr == st.writer.address())
          || (st.switchboard && addr == st.switchboard.address())
-         || (st.scanner && addr == st.scanner.address());
+         || (st.scanner && addr == st.scanner.address())
+         || (st.registry && addr == st.registry.address());
 }
 
 } // namespace
@@ -82,12 +126,18 @@ supervisor_actor::behavior_type supervisor(
                   std::chrono::duration_cast<std::chrono::milliseconds>(delay)
                     .count());
     st.ctx->set_switchboard(nullptr);
+    st.ctx->set_registry(nullptr);
     self->send_exit(st.writer, caf::exit_reason::kill);
     self->send_exit(st.switchboard, caf::exit_reason::kill);
     self->send_exit(st.scanner, caf::exit_reason::kill);
+    self->send_exit(st.registry, caf::exit_reason::kill);
+    for (auto& b : st.butlers)
+      self->send_exit(b, caf::exit_reason::kill);
     st.writer = nullptr;
     st.switchboard = nullptr;
     st.scanner = nullptr;
+    st.registry = nullptr;
+    st.butlers.clear();
     st.restarting = true;
     self->delayed_send(self, delay, restart_atom_v);
   });

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
@@ -20,6 +21,8 @@ struct supervisor_state {
   inbox_writer_actor writer;
   switchboard_actor switchboard;
   inbox_scanner_actor scanner;
+  registry_actor registry;
+  std::vector<butler_actor> butlers;
   /// Consecutive restarts, for the backoff.
   uint32_t restarts = 0;
   /// A restart is scheduled (children of the old group may still report
@@ -27,10 +30,11 @@ struct supervisor_state {
   bool restarting = false;
 };
 
-/// Starts the inbox writer, switchboard and scanner as one group (they hold
-/// each other's handles) and restarts the group after any abnormal exit,
-/// after 100 ms · 2^n (capped at 10 s) with ±50 % jitter. Publishes the
-/// current switchboard in the node context for the HTTP surface.
+/// Starts the inbox writer, switchboard, scanner, registry and the butlers
+/// this node hosts as one group (they hold each other's handles) and restarts
+/// the group after any abnormal exit, after 100 ms · 2^n (capped at 10 s) with
+/// ±50 % jitter. Publishes the current switchboard and registry in the node
+/// context for the HTTP surface.
 supervisor_actor::behavior_type supervisor(
   supervisor_actor::stateful_pointer<supervisor_state> self,
   node_settings settings, node_context_ptr ctx);

@@ -2,8 +2,12 @@
 
 #include <chrono>
 
+#include <caf/actor_cast.hpp>
 #include <caf/event_based_actor.hpp>
 #include <spdlog/spdlog.h>
+
+#include "runtime/route.hpp"
+#include "runtime/uuid.hpp"
 
 namespace butlers {
 
@@ -124,6 +128,12 @@ switchboard_actor::behavior_type switchboard(
                                        "transition",
                                        "Lifecycle transitions by target state",
                                        "lifecycle_state=\"parsed\"");
+  st.notify_handed = &m.get_counter("butlers_switchboard_notify_total",
+                                    "notify.v1 handed to the messenger",
+                                    "outcome=\"accepted\"");
+  st.notify_rejected = &m.get_counter("butlers_switchboard_notify_total",
+                                      "notify.v1 handed to the messenger",
+                                      "outcome=\"rejected\"");
   st.queue_depth = &m.get_gauge("butlers_buffer_queue_depth",
                                 "Messages in the in-memory queue");
   st.inflight_requests = &m.get_gauge("butlers_switchboard_inflight_requests",
@@ -193,6 +203,48 @@ switchboard_actor::behavior_type switchboard(
       st.recovered->inc(taken);
       pump(self);
       return taken;
+    },
+    [self](deliver_atom, std::string& notify) -> caf::result<route_response> {
+      auto& st = self->state;
+      std::string envelope;
+      auto fresh = make_uuid_v7().to_string();
+      if (auto bad = make_delivery_route(notify, fresh, now_us(), envelope)) {
+        st.notify_rejected->inc();
+        return make_error_response({}, bad->error_class, bad->message, false);
+      }
+      auto reg = caf::actor_cast<registry_actor>(st.ctx->registry());
+      if (!reg) {
+        st.notify_rejected->inc();
+        return make_error_response({}, "target_unavailable",
+                                   "no butler registry on this node", true);
+      }
+      auto rp = self->make_response_promise<route_response>();
+      auto fail = [self, rp](const caf::error& err) mutable {
+        self->state.notify_rejected->inc();
+        rp.deliver(make_error_response({}, "target_unavailable",
+                                       "messenger unreachable: "
+                                         + self->system().render(err),
+                                       true));
+      };
+      self->request(reg, writer_timeout, lookup_atom_v, "messenger")
+        .then(
+          [self, rp, envelope, fail](caf::actor& messenger) mutable {
+            route_request req{std::move(envelope), "switchboard", {}};
+            self
+              ->request(caf::actor_cast<butler_actor>(messenger),
+                        writer_timeout, route_atom_v, std::move(req))
+              .then(
+                [self, rp](route_response& r) mutable {
+                  if (r.status == "error")
+                    self->state.notify_rejected->inc();
+                  else
+                    self->state.notify_handed->inc();
+                  rp.deliver(std::move(r));
+                },
+                fail);
+          },
+          fail);
+      return rp;
     },
   };
 }

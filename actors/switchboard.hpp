@@ -33,6 +33,8 @@ struct switchboard_state {
   counter* recovered = nullptr;
   counter* lease_lost = nullptr;
   counter* lifecycle_parsed = nullptr;
+  counter* notify_handed = nullptr;
+  counter* notify_rejected = nullptr;
   gauge* queue_depth = nullptr;
   gauge* inflight_requests = nullptr;
   histogram* process_latency = nullptr;

@@ -60,9 +60,21 @@ struct node_context {
     return switchboard_;
   }
 
+  /// Publishes the butler registry (a `registry_actor`; null while the
+  /// supervisor restarts its group).
+  void set_registry(caf::actor hdl) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    registry_ = std::move(hdl);
+  }
+  caf::actor registry() const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return registry_;
+  }
+
  private:
   mutable std::mutex mtx_;
   caf::actor switchboard_;
+  caf::actor registry_;
 };
 
 using node_context_ptr = std::shared_ptr<node_context>;

@@ -1,0 +1,643 @@
+#include "actors/butler.hpp"
+
+#include <algorithm>
+#include <functional>
+
+#include <caf/actor_cast.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/send.hpp>
+#include <caf/spawn_options.hpp>
+#include <spdlog/spdlog.h>
+
+#include "runtime/scripted.hpp"
+#include "runtime/uuid.hpp"
+
+namespace butlers {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+using butler_ptr = butler_actor::stateful_pointer<butler_state>;
+
+/// Bound on a round trip to the writer: it answers within one group commit
+/// or at once with "unavailable", so hitting this means it is wedged.
+constexpr auto writer_timeout = 10s;
+
+/// Attempts at handing a reply to the switchboard before the work item ends
+/// `target_unavailable`.
+constexpr int notify_attempts = 3;
+
+/// A session that crashed the node this many times is not started again.
+constexpr int32_t max_attempts = 5;
+
+double ms_since(std::chrono::steady_clock::time_point t) {
+  using ms = std::chrono::duration<double, std::milli>;
+  return ms{std::chrono::steady_clock::now() - t}.count();
+}
+
+int64_t now_us() {
+  using namespace std::chrono;
+  return duration_cast<microseconds>(system_clock::now().time_since_epoch())
+    .count();
+}
+
+void update_gauges(butler_ptr self) {
+  auto& st = self->state;
+  st.active_sessions->set(st.active());
+  auto depth = static_cast<int64_t>(st.pending.size() + st.appending);
+  st.queued_triggers->set(depth);
+  st.queue_depth->set(depth);
+}
+
+work_op op_for(work_op_kind kind, const work_item& item, uint32_t lease_s) {
+  work_op op;
+  op.kind = kind;
+  op.item.work_id = item.work_id;
+  op.item.butler = item.butler;
+  op.item.lease_token = item.lease_token;
+  op.lease_s = lease_s;
+  return op;
+}
+
+void pump(butler_ptr self);
+
+/// Writes the terminal result (fenced), tells the listener, frees the
+/// bookkeeping slot.
+void write_outcome(butler_ptr self, session_outcome out) {
+  auto& st = self->state;
+  work_item item;
+  item.work_id = out.work_id;
+  item.butler = st.params.cfg.name;
+  item.lease_token = out.lease_token;
+  auto op = op_for(work_op_kind::finish, item, st.params.cfg.lease_s);
+  op.state = out.state;
+  op.response = to_json(out.response);
+  op.error_class = out.response.status == "error" ? out.response.error_class
+                                                  : std::string{};
+  ++st.finishing;
+  self->request(st.writer, writer_timeout, work_atom_v, std::move(op))
+    .then(
+      [self, out](const work_result& r) {
+        auto& st = self->state;
+        --st.finishing;
+        if (!r.ok) {
+          // Someone else holds the lease now: our result is void.
+          ++st.status.fenced;
+          st.fenced->inc();
+          spdlog::warn("butler {}: work {} result not written: lease lost",
+                       st.params.cfg.name, out.work_id);
+          return;
+        }
+        if (out.response.status == "ok")
+          ++st.status.succeeded;
+        else
+          ++st.status.failed;
+        if (st.params.listener)
+          caf::anon_send(st.params.listener, done_atom_v, out.response);
+      },
+      [self, out](const caf::error& err) {
+        // Still open in the database: the lease expires and recovery runs
+        // the item again (at-least-once).
+        --self->state.finishing;
+        spdlog::warn("butler {}: work {} result not written: {}",
+                     self->state.params.cfg.name, out.work_id,
+                     self->system().render(err));
+      });
+}
+
+/// Hands a session's reply to the switchboard (→ messenger), then writes
+/// the result. A reply that cannot be handed over fails the item with a
+/// retryable `target_unavailable`. The reply goes out before the result is
+/// written: a crash in between runs the item again, and the messenger drops
+/// the second copy (its idempotency key is the work id), so delivery is
+/// at-least-once and the user sees one answer.
+void notify_then_write(butler_ptr self, session_outcome out,
+                       const route_envelope& env) {
+  auto& st = self->state;
+  auto give_up = [self](session_outcome out, std::string why) {
+    out.state = "error";
+    out.response.status = "error";
+    out.response.error_class = "target_unavailable";
+    out.response.error_message = "reply not delivered: " + why;
+    out.response.retryable = true;
+    write_outcome(self, std::move(out));
+  };
+  auto sb = caf::actor_cast<switchboard_actor>(st.ctx->switchboard());
+  if (!sb) {
+    give_up(std::move(out), "no switchboard on this node");
+    return;
+  }
+  auto notify = make_notify_json(env, st.params.cfg.name, out.reply,
+                                 out.work_id);
+  self->request(sb, writer_timeout, deliver_atom_v, std::move(notify))
+    .then(
+      [self, out, give_up](const route_response& r) mutable {
+        if (r.status == "error")
+          give_up(std::move(out), r.error_class + ": " + r.error_message);
+        else
+          write_outcome(self, std::move(out));
+      },
+      [self, out, give_up](const caf::error& err) mutable {
+        give_up(std::move(out), self->system().render(err));
+      });
+}
+
+/// Starts sessions while a slot is free and items wait. Each start is a
+/// fenced write first: an item whose lease passed to another node is
+/// dropped, never run twice at once.
+void pump(butler_ptr self) {
+  auto& st = self->state;
+  auto limit = st.params.cfg.max_concurrent_sessions;
+  while (st.active() < limit && !st.pending.empty()) {
+    auto held = std::move(st.pending.front());
+    st.pending.pop_front();
+    ++st.starting;
+    st.process_latency->observe(ms_since(held.since));
+    auto op = op_for(work_op_kind::start, held.item, st.params.cfg.lease_s);
+    self->request(st.writer, writer_timeout, work_atom_v, std::move(op))
+      .then(
+        [self, held](const work_result& r) mutable {
+          auto& st = self->state;
+          --st.starting;
+          if (!r.ok) {
+            ++st.status.fenced;
+            st.fenced->inc();
+            pump(self);
+            return;
+          }
+          held.item.attempts = r.attempts;
+          if (r.attempts > max_attempts) {
+            session_outcome out;
+            out.work_id = held.item.work_id;
+            out.lease_token = held.item.lease_token;
+            out.state = "error";
+            out.response = make_error_response(
+              held.env.request_id, "internal_error",
+              "abandoned after " + std::to_string(max_attempts)
+                + " sessions that never finished",
+              false);
+            out.response.work_id = held.item.work_id;
+            write_outcome(self, std::move(out));
+            pump(self);
+            return;
+          }
+          auto me = caf::actor_cast<butler_actor>(self);
+          auto hdl = self->spawn<caf::linked>(session, st.session, held.item,
+                                              held.env, me);
+          auto id = held.item.work_id;
+          st.running.emplace(id,
+                             running_session{std::move(held), hdl,
+                                             std::chrono::steady_clock::now()});
+          update_gauges(self);
+        },
+        [self, held](const caf::error&) mutable {
+          // The database is away: keep the item (we still hold its lease
+          // until it expires) and try again on the next tick.
+          auto& st = self->state;
+          --st.starting;
+          st.pending.push_front(std::move(held));
+          update_gauges(self);
+        });
+  }
+  update_gauges(self);
+}
+
+void on_done(butler_ptr self, session_outcome& out) {
+  auto& st = self->state;
+  auto i = st.running.find(out.work_id);
+  if (i == st.running.end())
+    return;
+  auto held = std::move(i->second.held);
+  st.session_duration->observe(ms_since(i->second.started));
+  st.running.erase(i);
+  if (out.state == "ok" && !out.reply.empty())
+    notify_then_write(self, std::move(out), held.env);
+  else
+    write_outcome(self, std::move(out));
+  pump(self);
+}
+
+route_response reject(butler_ptr self, const std::string& request_id,
+                      std::string cls, std::string message, bool retryable) {
+  auto& st = self->state;
+  ++st.status.rejected;
+  if (cls == "overload_rejected")
+    st.overload->inc();
+  spdlog::info("butler {}: route.execute for request {} rejected: {}: {}",
+               st.params.cfg.name, request_id, cls, message);
+  return make_error_response(request_id, std::move(cls), std::move(message),
+                             retryable);
+}
+
+/// Admission of a route.execute call: a rejection, or nullopt when `env`
+/// (parsed from the request) may be stored.
+std::optional<route_response> admit(butler_ptr self, const route_request& req,
+                                    route_envelope& env) {
+  auto& st = self->state;
+  auto& cfg = st.params.cfg;
+  if (auto bad = parse_route(req.envelope, env))
+    return reject(self, env.request_id, bad->error_class, bad->message, false);
+  if (env.butler != cfg.name)
+    return reject(self, env.request_id, "validation_error",
+                  "route.v1 targets butler '" + env.butler + "', this is '"
+                    + cfg.name + "'",
+                  false);
+  auto& caps = cfg.capabilities;
+  if (std::find(caps.begin(), caps.end(), env.tool) == caps.end()) {
+    std::string offered;
+    for (auto& c : caps)
+      offered += (offered.empty() ? "" : ", ") + c;
+    return reject(self, env.request_id, "validation_error",
+                  "butler '" + cfg.name + "' does not offer tool '" + env.tool
+                    + "' (capabilities: " + offered + ")",
+                  false);
+  }
+  if (st.session.runtime.kind == "delivery") {
+    // spec 001 §10.1, §10.10: only the switchboard hands deliveries over.
+    if (req.trigger_source != "switchboard")
+      return reject(self, env.request_id, "validation_error",
+                    "direct delivery rejected: notify.v1 goes through the "
+                    "switchboard (trigger_source '"
+                      + req.trigger_source + "')",
+                    false);
+    if (env.notify_request.empty())
+      return reject(self, env.request_id, "validation_error",
+                    "the messenger takes route.v1 with "
+                    "input.context.notify_request only",
+                    false);
+  }
+  auto slots = cfg.max_concurrent_sessions;
+  if (req.trigger_source == "trigger" && req.origin_butler == cfg.name
+      && st.active() >= slots)
+    return reject(self, env.request_id, "overload_rejected",
+                  "self-trigger while all " + std::to_string(slots)
+                    + " session slots of '" + cfg.name
+                    + "' are busy would deadlock",
+                  false);
+  auto held_now = st.pending.size() + st.appending + st.active();
+  if (held_now >= static_cast<size_t>(cfg.max_pending) + slots)
+    return reject(self, env.request_id, "overload_rejected",
+                  "butler '" + cfg.name + "' is full: "
+                    + std::to_string(st.active()) + " sessions running, "
+                    + std::to_string(st.pending.size() + st.appending)
+                    + " of max_pending " + std::to_string(cfg.max_pending)
+                    + " waiting",
+                  true);
+  return std::nullopt;
+}
+
+using reply_fn = std::function<void(route_response)>;
+
+/// Stores an admitted item, queues it for a slot, and answers `accepted`
+/// once it is durable.
+void store(butler_ptr self, route_request& req, route_envelope env,
+           reply_fn reply) {
+  auto& st = self->state;
+  auto& cfg = st.params.cfg;
+  auto t0 = std::chrono::steady_clock::now();
+  work_op op;
+  op.kind = work_op_kind::append;
+  op.lease_s = cfg.lease_s;
+  auto& item = op.item;
+  item.work_id = make_uuid_v7().to_string();
+  item.butler = cfg.name;
+  item.request_id = env.request_id;
+  item.segment_id = env.segment_id;
+  item.subrequest_id = env.subrequest_id;
+  item.trigger_source = req.trigger_source;
+  item.origin_butler = req.origin_butler;
+  item.envelope = std::move(req.envelope);
+  ++st.appending;
+  update_gauges(self);
+  self->request(st.writer, writer_timeout, work_atom_v, std::move(op))
+    .then(
+      [self, reply, env, t0](work_result& r) mutable {
+        auto& st = self->state;
+        --st.appending;
+        route_response resp;
+        resp.request_id = env.request_id;
+        resp.subrequest_id = env.subrequest_id;
+        resp.segment_id = env.segment_id;
+        if (!r.ok || r.items.empty()) {
+          reply(reject(self, env.request_id, "internal_error",
+                       "the work item could not be stored", false));
+          update_gauges(self);
+          return;
+        }
+        auto& stored = r.items.front();
+        resp.status = "accepted";
+        resp.work_id = stored.work_id;
+        resp.duplicate = r.duplicate;
+        resp.duration_ms = ms_since(t0);
+        st.accept_latency->observe(resp.duration_ms);
+        if (!r.duplicate) {
+          ++st.status.accepted;
+          st.accepted->inc();
+          st.pending.push_back(held_item{std::move(stored), std::move(env),
+                                         std::chrono::steady_clock::now()});
+          pump(self);
+        }
+        update_gauges(self);
+        reply(std::move(resp));
+      },
+      [self, reply, env](const caf::error& err) mutable {
+        auto& st = self->state;
+        --st.appending;
+        update_gauges(self);
+        reply(reject(self, env.request_id, "target_unavailable",
+                     "work item not stored: " + self->system().render(err),
+                     true));
+      });
+}
+
+caf::result<route_response> accept(butler_ptr self, route_request& req) {
+  route_envelope env;
+  if (auto rejected = admit(self, req, env))
+    return std::move(*rejected);
+  auto rp = self->make_response_promise<route_response>();
+  store(self, req, std::move(env), [rp](route_response r) mutable {
+    rp.deliver(std::move(r));
+  });
+  return rp;
+}
+
+/// Renews every lease held (pending, starting and running items) and
+/// recovers items whose holder is gone, as far as the pending queue has
+/// room. Runs every lease_s / 3 seconds and once at start.
+void tick(butler_ptr self) {
+  auto& st = self->state;
+  auto& cfg = st.params.cfg;
+  std::vector<work_item> held;
+  for (auto& h : st.pending)
+    held.push_back(h.item);
+  for (auto& [id, r] : st.running)
+    held.push_back(r.held.item);
+  for (auto& item : held) {
+    self
+      ->request(st.writer, writer_timeout, work_atom_v,
+                op_for(work_op_kind::renew, item, cfg.lease_s))
+      .then(
+        [self, item](const work_result& r) {
+          if (r.ok)
+            return;
+          // Lost to another holder: stop working on it.
+          auto& st = self->state;
+          ++st.status.fenced;
+          st.fenced->inc();
+          auto& q = st.pending;
+          q.erase(std::remove_if(q.begin(), q.end(),
+                                 [&](const held_item& h) {
+                                   return h.item.work_id == item.work_id;
+                                 }),
+                  q.end());
+          auto i = st.running.find(item.work_id);
+          if (i != st.running.end())
+            self->send(i->second.session, cancel_atom_v);
+          update_gauges(self);
+        },
+        [](const caf::error&) {
+          // Database away: the next tick renews again.
+        });
+  }
+  auto room = static_cast<int64_t>(cfg.max_pending)
+              + cfg.max_concurrent_sessions
+              - static_cast<int64_t>(st.pending.size() + st.appending
+                                     + st.active());
+  if (room > 0) {
+    work_op op;
+    op.kind = work_op_kind::lease;
+    op.item.butler = cfg.name;
+    op.lease_s = cfg.lease_s;
+    op.limit = static_cast<uint32_t>(room);
+    op.own = !st.recovered_own;
+    self->request(st.writer, writer_timeout, work_atom_v, std::move(op))
+      .then(
+        [self](work_result& r) {
+          auto& st = self->state;
+          st.recovered_own = true;
+          for (auto& item : r.items) {
+            route_envelope env;
+            if (auto bad = parse_route(item.envelope, env)) {
+              // Stored envelopes were validated on accept; one that no
+              // longer parses (schema changed) ends as a validation error.
+              session_outcome out;
+              out.work_id = item.work_id;
+              out.lease_token = item.lease_token;
+              out.state = "error";
+              out.response = make_error_response(item.request_id,
+                                                 bad->error_class, bad->message,
+                                                 false);
+              write_outcome(self, std::move(out));
+              continue;
+            }
+            ++st.status.recovered;
+            st.recovered->inc();
+            spdlog::info("butler {}: recovered work {} (attempts {})",
+                         st.params.cfg.name, item.work_id, item.attempts);
+            st.pending.push_back(held_item{std::move(item), std::move(env),
+                                           std::chrono::steady_clock::now()});
+          }
+          pump(self);
+        },
+        [](const caf::error&) {
+          // Database away: the next tick tries again.
+        });
+  }
+  pump(self);
+}
+
+std::chrono::milliseconds tick_interval(const butler_config& cfg) {
+  return std::chrono::milliseconds{std::max<uint32_t>(cfg.lease_s, 3) * 1000
+                                   / 3};
+}
+
+/// Arms schedule `i` for its next run.
+void arm(butler_ptr self, uint32_t i) {
+  auto& st = self->state;
+  auto& sch = st.params.cfg.schedules[i];
+  if (sch.every_s > 0) {
+    self->delayed_send(self, std::chrono::seconds{sch.every_s}, schedule_atom_v,
+                       i);
+    return;
+  }
+  auto& cron = st.crons[i];
+  if (!cron)
+    return;
+  auto now = std::chrono::system_clock::now();
+  auto next = cron->next_after(now);
+  if (!next) {
+    spdlog::warn("butler {}: schedule {} never fires again", st.params.cfg.name,
+                 sch.name);
+    return;
+  }
+  self->delayed_send(self, *next - now, schedule_atom_v, i);
+}
+
+/// Starts schedule `i`'s session through the same pool as routed work.
+void fire(butler_ptr self, uint32_t i) {
+  auto& st = self->state;
+  auto& cfg = st.params.cfg;
+  auto& sch = cfg.schedules[i];
+  route_envelope env;
+  env.request_id = make_uuid_v7().to_string();
+  env.received_at = rfc3339_utc(now_us());
+  env.source_channel = "api";
+  env.source_endpoint_identity = "schedule";
+  env.source_sender_identity = cfg.name + "/" + sch.name;
+  env.subrequest_id = make_uuid_v7().to_string();
+  env.segment_id = "schedule:" + sch.name;
+  env.butler = cfg.name;
+  env.tool = "route.execute";
+  env.prompt = sch.prompt;
+  route_request req{make_route_json(env), "schedule", cfg.name};
+  auto name = sch.name;
+  auto log = [self, name](const route_response& r) {
+    if (r.status == "error")
+      spdlog::warn("butler {}: schedule {} skipped: {}: {}",
+                   self->state.params.cfg.name, name, r.error_class,
+                   r.error_message);
+  };
+  route_envelope parsed;
+  if (auto rejected = admit(self, req, parsed))
+    log(*rejected);
+  else
+    store(self, req, std::move(parsed), log);
+  arm(self, i);
+}
+
+} // namespace
+
+butler_config default_general() {
+  butler_config c;
+  c.name = "general";
+  c.description = "Fallback for anything no specialist claims";
+  c.max_concurrent_sessions = 3;
+  return c;
+}
+
+butler_config messenger_butler(const messenger_config& m) {
+  butler_config c;
+  c.name = "messenger";
+  c.description = "The only outbound delivery path (notify.v1)";
+  c.capabilities = {"route.execute"};
+  c.max_concurrent_sessions = m.max_concurrent_sessions;
+  c.max_pending = m.max_pending;
+  c.session_timeout_s = 300;
+  c.runtime.kind = "delivery";
+  return c;
+}
+
+butler_actor::behavior_type butler(
+  butler_actor::stateful_pointer<butler_state> self, butler_params params,
+  inbox_writer_actor writer, node_context_ptr ctx) {
+  auto& st = self->state;
+  st.params = std::move(params);
+  st.writer = std::move(writer);
+  st.ctx = std::move(ctx);
+  auto& cfg = st.params.cfg;
+  st.status.name = cfg.name;
+  st.status.max_concurrent_sessions = cfg.max_concurrent_sessions;
+  st.status.max_pending = cfg.max_pending;
+  st.session.butler = cfg.name;
+  st.session.runtime = cfg.runtime;
+  st.session.timeout = std::chrono::seconds{cfg.session_timeout_s};
+  st.session.adapters = st.params.adapters;
+  for (auto& sch : cfg.schedules) {
+    if (sch.cron.empty()) {
+      st.crons.emplace_back();
+      continue;
+    }
+    std::string error;
+    st.crons.push_back(cron_schedule::parse(sch.cron, &error));
+    if (!st.crons.back())
+      spdlog::error("butler {}: schedule {}: {}", cfg.name, sch.name, error);
+  }
+  auto label = "butler=\"" + cfg.name + "\"";
+  auto& m = st.ctx->metrics;
+  st.active_sessions = &m.get_gauge("butlers_spawner_active_sessions",
+                                    "Sessions running", label);
+  st.queued_triggers = &m.get_gauge("butlers_spawner_queued_triggers",
+                                    "Work waiting for a session slot", label);
+  st.queue_depth = &m.get_gauge("butlers_route_queue_depth",
+                                "Accepted but not yet started route work",
+                                label);
+  st.session_duration = &m.get_histogram("butlers_spawner_session_duration_"
+                                         "ms",
+                                         "Session duration",
+                                         latency_buckets_ms(), label);
+  st.accept_latency = &m.get_histogram("butlers_route_accept_latency_ms",
+                                       "route.execute until the work item "
+                                       "is durable",
+                                       latency_buckets_ms(), label);
+  st.process_latency = &m.get_histogram("butlers_route_process_latency_ms",
+                                        "Acceptance until a session slot",
+                                        latency_buckets_ms(), label);
+  st.accepted = &m.get_counter("butlers_route_accepted_total",
+                               "Work items accepted", label);
+  st.overload = &m.get_counter("butlers_route_overload_rejected_total",
+                               "route.execute answered overload_rejected",
+                               label);
+  st.fenced = &m.get_counter("butlers_route_lease_lost_total",
+                             "Writes refused because the lease had passed "
+                             "to another holder",
+                             label);
+  st.recovered = &m.get_counter("butlers_route_recovered_total",
+                                "Work items taken over after their lease "
+                                "expired",
+                                label);
+  for (uint32_t i = 0; i < cfg.schedules.size(); ++i)
+    arm(self, i);
+  self->send(self, caf::tick_atom_v);
+  return {
+    [self](route_atom, route_request& req) -> caf::result<route_response> {
+      return accept(self, req);
+    },
+    [self](cancel_atom, const std::string& work_id) -> bool {
+      auto& st = self->state;
+      auto i = st.running.find(work_id);
+      if (i != st.running.end()) {
+        self->send(i->second.session, cancel_atom_v);
+        return true;
+      }
+      auto& q = st.pending;
+      auto j = std::find_if(q.begin(), q.end(), [&](const held_item& h) {
+        return h.item.work_id == work_id;
+      });
+      if (j == q.end())
+        return false;
+      session_outcome out;
+      out.work_id = j->item.work_id;
+      out.lease_token = j->item.lease_token;
+      out.state = "cancelled";
+      out.response = make_error_response(j->env.request_id, "internal_error",
+                                         "cancelled", false);
+      out.response.work_id = work_id;
+      q.erase(j);
+      write_outcome(self, std::move(out));
+      update_gauges(self);
+      return true;
+    },
+    [self](status_atom) {
+      auto& st = self->state;
+      auto s = st.status;
+      s.active = st.active();
+      s.pending = static_cast<uint32_t>(st.pending.size() + st.appending);
+      return s;
+    },
+    [self](done_atom, session_outcome& out) {
+      on_done(self, out);
+    },
+    [self](caf::tick_atom) {
+      tick(self);
+      self->delayed_send(self, tick_interval(self->state.params.cfg),
+                         caf::tick_atom_v);
+    },
+    [self](schedule_atom, uint32_t i) {
+      if (i < self->state.params.cfg.schedules.size())
+        fire(self, i);
+    },
+  };
+}
+
+} // namespace butlers

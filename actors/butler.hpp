@@ -1,0 +1,102 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "actors/interfaces.hpp"
+#include "actors/session.hpp"
+#include "runtime/config.hpp"
+#include "runtime/cron.hpp"
+#include "runtime/node_status.hpp"
+
+namespace butlers {
+
+/// Everything a butler actor is made from.
+struct butler_params {
+  butler_config cfg;
+  /// The messenger's channel adapters; `cfg.runtime.kind` is "delivery"
+  /// for the messenger and the adapters are used only then.
+  std::vector<delivery_adapter_config> adapters;
+  /// Names this node in leases.
+  std::string node;
+  /// Gets `done_atom, route_response` for every finished work item, after
+  /// its result is durable (the switchboard consumes them; tests and
+  /// benchmarks observe with it). May be null.
+  caf::actor listener;
+};
+
+/// A work item this butler holds the lease of.
+struct held_item {
+  work_item item;
+  route_envelope env;
+  /// When the butler accepted (or recovered) it.
+  std::chrono::steady_clock::time_point since;
+};
+
+/// A session slot in use.
+struct running_session {
+  held_item held;
+  session_actor session;
+  std::chrono::steady_clock::time_point started;
+};
+
+struct butler_state {
+  static inline const char* name = "butler";
+  butler_params params;
+  inbox_writer_actor writer;
+  node_context_ptr ctx;
+  session_params session;
+  /// Leased items waiting for a slot (bounded by max_pending together with
+  /// `appending`).
+  std::deque<held_item> pending;
+  /// Accepted route.execute calls whose work item is being stored.
+  uint32_t appending = 0;
+  /// Items whose `start` write is in flight (they hold a slot).
+  uint32_t starting = 0;
+  /// Running sessions by work id.
+  std::unordered_map<std::string, running_session> running;
+  /// Finished sessions whose result is being written (fenced).
+  uint32_t finishing = 0;
+  /// The first recovery also takes this node's leases from before a
+  /// restart.
+  bool recovered_own = false;
+  /// Cron schedules, parallel to cfg.schedules (nullopt for every_s).
+  std::vector<std::optional<cron_schedule>> crons;
+  butler_status status;
+  // -- metrics (spec 000 §4.2, §4.4) ------------------------------------------
+  gauge* active_sessions = nullptr;
+  gauge* queued_triggers = nullptr;
+  gauge* queue_depth = nullptr;
+  histogram* session_duration = nullptr;
+  histogram* accept_latency = nullptr;
+  histogram* process_latency = nullptr;
+  counter* accepted = nullptr;
+  counter* overload = nullptr;
+  counter* fenced = nullptr;
+  counter* recovered = nullptr;
+
+  uint32_t active() const {
+    return starting + static_cast<uint32_t>(running.size());
+  }
+};
+
+/// A butler (see `butler_actor`).
+butler_actor::behavior_type butler(
+  butler_actor::stateful_pointer<butler_state> self, butler_params params,
+  inbox_writer_actor writer, node_context_ptr ctx);
+
+/// The built-in butlers every node has unless configured: `general` (the
+/// router's fallback, scripted) and the `messenger` (delivery).
+butler_config default_general();
+butler_config messenger_butler(const messenger_config& m);
+
+} // namespace butlers

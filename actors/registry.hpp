@@ -1,0 +1,27 @@
+#pragma once
+
+#include <map>
+#include <string>
+
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "actors/interfaces.hpp"
+
+namespace butlers {
+
+struct registry_state {
+  static inline const char* name = "registry";
+  struct slot {
+    registry_entry entry;
+    caf::actor handle;
+  };
+  /// By butler name.
+  std::map<std::string, slot> butlers;
+};
+
+/// The butler registry (see `registry_actor`).
+registry_actor::behavior_type registry(
+  registry_actor::stateful_pointer<registry_state> self);
+
+} // namespace butlers

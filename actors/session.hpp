@@ -1,0 +1,59 @@
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "actors/interfaces.hpp"
+#include "runtime/config.hpp"
+#include "runtime/route.hpp"
+#include "runtime/scripted.hpp"
+
+namespace butlers {
+
+class subprocess;
+
+/// What a session needs to know about its butler.
+struct session_params {
+  std::string butler;
+  /// The adapter: kind "scripted", "cli", or "delivery" (the messenger).
+  runtime_config runtime;
+  std::chrono::milliseconds timeout{600000};
+  /// delivery: the messenger's channel adapters (empty: one outbox,
+  /// "outbox.jsonl" in the working directory).
+  std::vector<delivery_adapter_config> adapters;
+};
+
+struct session_state {
+  static inline const char* name = "session";
+  session_params params;
+  work_item item;
+  route_envelope env;
+  butler_actor butler;
+  std::chrono::steady_clock::time_point started;
+  /// scripted: the script and the turns done so far.
+  scripted_script script;
+  uint32_t turn = 0;
+  /// cli: the running program (its group is killed on cancel and exit).
+  std::shared_ptr<subprocess> proc;
+  /// delivery: set to stop retrying.
+  std::shared_ptr<std::atomic<bool>> stop;
+  /// The outcome went to the butler; later events are ignored.
+  bool finished = false;
+};
+
+/// A running session (see `session_actor`).
+session_actor::behavior_type session(
+  session_actor::stateful_pointer<session_state> self, session_params params,
+  work_item item, route_envelope env, butler_actor butler);
+
+/// The prompt a CLI runtime gets: the butler's role, the request context as
+/// data, and the user's text fenced as untrusted data (spec 001 §6.1).
+std::string cli_prompt(const std::string& butler, const route_envelope& env);
+
+} // namespace butlers

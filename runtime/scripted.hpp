@@ -1,0 +1,45 @@
+#pragma once
+
+// The logic of the `scripted` runtime adapter (the embedded default and the
+// benchmark workhorse): how many turns of what length, whether a session
+// fails and with which class, and the reply. The session actor drives it
+// with timers, so no thread blocks per session.
+
+#include <chrono>
+#include <string>
+#include <string_view>
+
+#include "runtime/config.hpp"
+
+namespace butlers {
+
+/// True for the classes a retry may help with (spec 001 §10.3): timeout,
+/// target_unavailable and overload_rejected.
+bool is_retryable_class(std::string_view cls);
+
+/// Replaces `{butler}`, `{prompt}`, `{request_id}` and `{turns}` in
+/// `templ`; other braces are left as they are. Placeholders in the
+/// substituted values are not expanded again.
+std::string render_reply(std::string_view templ, std::string_view butler,
+                         std::string_view prompt, std::string_view request_id,
+                         uint32_t turns);
+
+/// One scripted session's script.
+struct scripted_script {
+  std::chrono::milliseconds turn{0};
+  uint32_t turns = 1;
+  /// Fails after the last turn with `fail_class` instead of replying.
+  bool fail = false;
+  std::string fail_class;
+  std::string reply;
+};
+
+/// Draws the script of the session for `work_id`. With a non-zero
+/// `cfg.seed` the failure draw is a pure function of (seed, work_id), so a
+/// test or benchmark run is reproducible and a retried item draws again
+/// only if its id changes.
+scripted_script make_script(const runtime_config& cfg, std::string_view butler,
+                            std::string_view work_id, std::string_view prompt,
+                            std::string_view request_id);
+
+} // namespace butlers
