@@ -201,6 +201,12 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
         ingest(req);
       return restinio::request_accepted();
     }
+    if (path.substr(0, 12) == "/v1/butlers/" || path == "/v1/butlers") {
+      butlers_api(req,
+                  std::string{path.substr(std::min<size_t>(path.size(), 12))},
+                  method);
+      return restinio::request_accepted();
+    }
     if (path == "/metrics" && is_get) {
       respond(req, restinio::status_ok(), ctx->metrics.render(),
               "text/plain; version=0.0.4");
@@ -306,6 +312,160 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
       },
       std::move(self_ptr), req, std::move(sb), timeout, started,
       std::move(*parsed.record));
+  }
+
+  /// /v1/butlers...: GET lists the registry; POST {name}/route is
+  /// route.execute with a route.v1 body (202 + route_response.v1 `accepted`,
+  /// or the error response with the status of its class); POST
+  /// {name}/work/{work_id}/cancel cancels a work item.
+  void butlers_api(const request_handle& req, std::string rest,
+                   const restinio::http_method_id_t& method) {
+    auto reg = caf::actor_cast<registry_actor>(ctx->registry());
+    if (!reg) {
+      respond_error(req, butlers_errc::target_unavailable,
+                    ctx->status.database_configured
+                      ? "the butlers are restarting"
+                      : "no database is configured on this node");
+      return;
+    }
+    auto timeout = std::chrono::milliseconds{settings.http.request_timeout_ms};
+    bool is_post = method == restinio::http_method_post();
+    if (rest.empty() && method == restinio::http_method_get()) {
+      enter();
+      sys.spawn(
+        [](caf::event_based_actor* bridge, std::shared_ptr<impl> self_ptr,
+           request_handle req, registry_actor reg,
+           std::chrono::milliseconds timeout) {
+          bridge->request(reg, timeout, list_atom_v)
+            .then(
+              [self_ptr, req](const std::vector<registry_entry>& xs) {
+                std::string out = R"({"butlers":[)";
+                for (size_t i = 0; i < xs.size(); ++i) {
+                  auto& x = xs[i];
+                  out += i == 0 ? "{" : ",{";
+                  out += R"("name":)" + json::quote(x.name);
+                  out += R"(,"description":)" + json::quote(x.description);
+                  out += R"(,"node":)" + json::quote(x.node);
+                  out += R"(,"status":)" + json::quote(x.status);
+                  out += R"(,"max_concurrent_sessions":)"
+                         + std::to_string(x.max_concurrent_sessions) + "}";
+                }
+                out += "]}";
+                self_ptr->respond(req, restinio::status_ok(), std::move(out),
+                                  json_type, [self_ptr](const auto&) {
+                                    self_ptr->leave();
+                                  });
+              },
+              [self_ptr, req](const caf::error& err) {
+                self_ptr->fail(req, err);
+              });
+        },
+        shared_from_this(), req, reg, timeout);
+      return;
+    }
+    auto slash = rest.find('/');
+    auto name = rest.substr(0, slash);
+    auto tail = slash == std::string::npos ? std::string{} : rest.substr(slash);
+    std::string work_id;
+    if (tail.size() > 6 && tail.substr(0, 6) == "/work/" && tail.size() > 13
+        && tail.substr(tail.size() - 7) == "/cancel")
+      work_id = tail.substr(6, tail.size() - 13);
+    if (!is_post || (tail != "/route" && work_id.empty())) {
+      respond_error(req, butlers_errc::not_found,
+                    "no route for " + std::string{method.c_str()}
+                      + " /v1/butlers/" + rest);
+      return;
+    }
+    if (ctx->status.draining) {
+      respond_error(req, butlers_errc::draining, "the node is shutting down");
+      return;
+    }
+    std::string body;
+    if (tail == "/route") {
+      auto type = req->header().opt_value_of(
+        restinio::http_field::content_type);
+      if (!type || !is_json_media_type(*type)) {
+        respond_error(req, butlers_errc::unsupported_media_type,
+                      "Content-Type must be application/json");
+        return;
+      }
+      if (req->body().size() > settings.http.max_body_bytes) {
+        respond_error(req, butlers_errc::payload_too_large,
+                      "body exceeds http.max_body_bytes");
+        return;
+      }
+      body = req->body();
+    }
+    enter();
+    sys.spawn(
+      [](caf::event_based_actor* bridge, std::shared_ptr<impl> self_ptr,
+         request_handle req, registry_actor reg,
+         std::chrono::milliseconds timeout, std::string name, std::string body,
+         std::string work_id) {
+        bridge->request(reg, timeout, lookup_atom_v, name)
+          .then(
+            [=](const caf::actor& hdl) {
+              auto b = caf::actor_cast<butler_actor>(hdl);
+              if (!work_id.empty()) {
+                bridge->request(b, timeout, cancel_atom_v, work_id)
+                  .then(
+                    [self_ptr, req](bool found) {
+                      self_ptr->respond(req,
+                                        found ? restinio::status_ok()
+                                              : status_line(404),
+                                        std::string{R"({"cancelled":)"}
+                                          + (found ? "true" : "false") + "}",
+                                        json_type, [self_ptr](const auto&) {
+                                          self_ptr->leave();
+                                        });
+                    },
+                    [self_ptr, req](const caf::error& err) {
+                      self_ptr->fail(req, err);
+                    });
+                return;
+              }
+              route_request rr{body, "route", {}};
+              bridge->request(b, timeout, route_atom_v, std::move(rr))
+                .then(
+                  [self_ptr, req](const route_response& r) {
+                    int status = 202;
+                    if (r.status == "error")
+                      status = http_status(
+                        normalize_error_class(r.error_class));
+                    auto resp = req->create_response(status_line(status));
+                    resp.append_header(restinio::http_field::content_type,
+                                       json_type);
+                    if (status == 429 || status == 503)
+                      resp.append_header(restinio::http_field::retry_after,
+                                         "1");
+                    resp.set_body(to_json(r)).done([self_ptr](const auto&) {
+                      self_ptr->leave();
+                    });
+                  },
+                  [self_ptr, req](const caf::error& err) {
+                    self_ptr->fail(req, err);
+                  });
+            },
+            [self_ptr, req, name](const caf::error&) {
+              self_ptr->respond_error(req, butlers_errc::not_found,
+                                      "no butler named '" + name + "'", "[]",
+                                      [self_ptr](const auto&) {
+                                        self_ptr->leave();
+                                      });
+            });
+      },
+      shared_from_this(), req, reg, timeout, name, std::move(body), work_id);
+  }
+
+  /// Answers a failed actor round trip and leaves the in-flight count.
+  void fail(const request_handle& req, const caf::error& err) {
+    auto self_ptr = shared_from_this();
+    auto msg = message_of(err);
+    if (msg.empty())
+      msg = to_string(code_of(err));
+    respond_error(req, code_of(err), msg, "[]", [self_ptr](const auto&) {
+      self_ptr->leave();
+    });
   }
 
   void observe(std::chrono::steady_clock::time_point started) {
