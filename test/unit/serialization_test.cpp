@@ -137,6 +137,83 @@ TEST_F(Serialization, Completion) {
   EXPECT_EQ(y.error_message, "no answer from health");
 }
 
+TEST_F(Serialization, WorkItemOpAndResult) {
+  work_item item{"w-1",     "health",     "r-1", "seg-1", "sub-1", "trigger",
+                 "finance", R"({"x":1})", 3,     2,       1234};
+  auto y = round_trip(item);
+  EXPECT_EQ(y.work_id, "w-1");
+  EXPECT_EQ(y.origin_butler, "finance");
+  EXPECT_EQ(y.envelope, R"({"x":1})");
+  EXPECT_EQ(y.lease_token, 3);
+  EXPECT_EQ(y.attempts, 2);
+  EXPECT_EQ(y.created_at_us, 1234);
+  work_op op;
+  op.kind = work_op_kind::finish;
+  op.item = item;
+  op.state = "ok";
+  op.response = "{}";
+  op.limit = 4;
+  op.own = true;
+  auto z = round_trip(op);
+  EXPECT_EQ(z.kind, work_op_kind::finish);
+  EXPECT_EQ(z.item.work_id, "w-1");
+  EXPECT_EQ(z.state, "ok");
+  EXPECT_EQ(z.limit, 4u);
+  EXPECT_TRUE(z.own);
+  work_result r{true, true, 5, {item, item}};
+  auto rr = round_trip(r);
+  EXPECT_TRUE(rr.duplicate);
+  EXPECT_EQ(rr.attempts, 5);
+  EXPECT_EQ(rr.items.size(), 2u);
+}
+
+TEST_F(Serialization, RouteRequestAndResponse) {
+  route_request req{"{}", "trigger", "health"};
+  auto a = round_trip(req);
+  EXPECT_EQ(a.trigger_source, "trigger");
+  EXPECT_EQ(a.origin_butler, "health");
+  route_response resp;
+  resp.status = "error";
+  resp.request_id = "r-1";
+  resp.work_id = "w-1";
+  resp.error_class = "timeout";
+  resp.error_message = "slow";
+  resp.retryable = true;
+  resp.duration_ms = 12.5;
+  auto b = round_trip(resp);
+  EXPECT_EQ(b.status, "error");
+  EXPECT_EQ(b.error_class, "timeout");
+  EXPECT_TRUE(b.retryable);
+  EXPECT_DOUBLE_EQ(b.duration_ms, 12.5);
+}
+
+TEST_F(Serialization, SessionTypes) {
+  adapter_result ar{true, "answer", "", "", false};
+  EXPECT_EQ(round_trip(ar).text, "answer");
+  session_outcome out;
+  out.work_id = "w-1";
+  out.lease_token = 4;
+  out.state = "ok";
+  out.reply = "hello";
+  out.response.status = "ok";
+  auto o = round_trip(out);
+  EXPECT_EQ(o.lease_token, 4);
+  EXPECT_EQ(o.reply, "hello");
+  EXPECT_EQ(o.response.status, "ok");
+  butler_status st;
+  st.name = "health";
+  st.fenced = 3;
+  EXPECT_EQ(round_trip(st).fenced, 3u);
+  registry_entry e;
+  e.name = "health";
+  e.keywords = {"pill"};
+  e.status = "stale";
+  auto v = round_trip(std::vector<registry_entry>{e});
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].keywords, std::vector<std::string>{"pill"});
+  EXPECT_EQ(v[0].status, "stale");
+}
+
 TEST_F(Serialization, ButlersErrors) {
   caf::error x{butlers_errc::database_unavailable, std::string{"down"}};
   auto y = round_trip(x);

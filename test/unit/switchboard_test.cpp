@@ -67,6 +67,9 @@ inbox_writer_actor::behavior_type fake_writer(
         rp.deliver(append_result{"stored", false});
       script->held.clear();
     },
+    [](work_atom, work_op&) {
+      return work_result{};
+    },
     [](link_atom, uint32_t, bool, const std::string&) {},
   };
 }
