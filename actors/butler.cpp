@@ -143,61 +143,58 @@ void notify_then_write(butler_ptr self, session_outcome out,
       });
 }
 
-/// Starts sessions while a slot is free and items wait. Each start is a
-/// fenced write first: an item whose lease passed to another node is
-/// dropped, never run twice at once.
+/// Starts sessions while a slot is free and items wait. The session starts
+/// at once, under the lease this butler holds (taken by the append, or by
+/// recovery); the `start` write (state 'running', one more attempt, lease
+/// extended) goes out beside it, off the critical path. If that write finds
+/// the lease gone, the session is cancelled; its result could not be
+/// written anyway (fencing).
 void pump(butler_ptr self) {
   auto& st = self->state;
   auto limit = st.params.cfg.max_concurrent_sessions;
   while (st.active() < limit && !st.pending.empty()) {
     auto held = std::move(st.pending.front());
     st.pending.pop_front();
-    ++st.starting;
     st.process_latency->observe(ms_since(held.since));
-    auto op = op_for(work_op_kind::start, held.item, st.params.cfg.lease_s);
+    if (held.item.attempts >= max_attempts) {
+      // Started this often without ever finishing: each attempt took its
+      // node down (or was lost with it). Do not run it again.
+      session_outcome out;
+      out.work_id = held.item.work_id;
+      out.lease_token = held.item.lease_token;
+      out.state = "error";
+      out.response = make_error_response(held.env.request_id, "internal_error",
+                                         "abandoned after "
+                                           + std::to_string(max_attempts)
+                                           + " sessions that never finished",
+                                         false);
+      out.response.work_id = held.item.work_id;
+      write_outcome(self, std::move(out));
+      continue;
+    }
+    auto me = caf::actor_cast<butler_actor>(self);
+    auto hdl = self->spawn<caf::linked>(session, st.session, held.item,
+                                        held.env, me);
+    auto item = held.item;
+    st.running.emplace(item.work_id,
+                       running_session{std::move(held), hdl,
+                                       std::chrono::steady_clock::now()});
+    auto op = op_for(work_op_kind::start, item, st.params.cfg.lease_s);
     self->request(st.writer, writer_timeout, work_atom_v, std::move(op))
       .then(
-        [self, held](const work_result& r) mutable {
+        [self, item](const work_result& r) {
+          if (r.ok)
+            return;
           auto& st = self->state;
-          --st.starting;
-          if (!r.ok) {
-            ++st.status.fenced;
-            st.fenced->inc();
-            pump(self);
-            return;
-          }
-          held.item.attempts = r.attempts;
-          if (r.attempts > max_attempts) {
-            session_outcome out;
-            out.work_id = held.item.work_id;
-            out.lease_token = held.item.lease_token;
-            out.state = "error";
-            out.response = make_error_response(
-              held.env.request_id, "internal_error",
-              "abandoned after " + std::to_string(max_attempts)
-                + " sessions that never finished",
-              false);
-            out.response.work_id = held.item.work_id;
-            write_outcome(self, std::move(out));
-            pump(self);
-            return;
-          }
-          auto me = caf::actor_cast<butler_actor>(self);
-          auto hdl = self->spawn<caf::linked>(session, st.session, held.item,
-                                              held.env, me);
-          auto id = held.item.work_id;
-          st.running.emplace(id,
-                             running_session{std::move(held), hdl,
-                                             std::chrono::steady_clock::now()});
-          update_gauges(self);
+          ++st.status.fenced;
+          st.fenced->inc();
+          auto i = st.running.find(item.work_id);
+          if (i != st.running.end())
+            self->send(i->second.session, cancel_atom_v);
         },
-        [self, held](const caf::error&) mutable {
-          // The database is away: keep the item (we still hold its lease
-          // until it expires) and try again on the next tick.
-          auto& st = self->state;
-          --st.starting;
-          st.pending.push_front(std::move(held));
-          update_gauges(self);
+        [](const caf::error&) {
+          // The database is away; the session runs on under our lease, and
+          // its result write (fenced) decides.
         });
   }
   update_gauges(self);
@@ -299,6 +296,7 @@ void store(butler_ptr self, route_request& req, route_envelope env,
   work_op op;
   op.kind = work_op_kind::append;
   op.lease_s = cfg.lease_s;
+  op.owner = st.owner;
   auto& item = op.item;
   item.work_id = make_uuid_v7().to_string();
   item.butler = cfg.name;
@@ -362,7 +360,7 @@ caf::result<route_response> accept(butler_ptr self, route_request& req) {
   return rp;
 }
 
-/// Renews every lease held (pending, starting and running items) and
+/// Renews every lease held (pending and running items) and
 /// recovers items whose holder is gone, as far as the pending queue has
 /// room. Runs every lease_s / 3 seconds and once at start.
 void tick(butler_ptr self) {
@@ -410,6 +408,7 @@ void tick(butler_ptr self) {
     op.item.butler = cfg.name;
     op.lease_s = cfg.lease_s;
     op.limit = static_cast<uint32_t>(room);
+    op.owner = st.owner;
     op.own = !st.recovered_own;
     self->request(st.writer, writer_timeout, work_atom_v, std::move(op))
       .then(
@@ -536,6 +535,7 @@ butler_actor::behavior_type butler(
   st.writer = std::move(writer);
   st.ctx = std::move(ctx);
   auto& cfg = st.params.cfg;
+  st.owner = st.params.node + "/" + make_uuid_v7().to_string();
   st.status.name = cfg.name;
   st.status.max_concurrent_sessions = cfg.max_concurrent_sessions;
   st.status.max_pending = cfg.max_pending;

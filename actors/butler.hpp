@@ -60,14 +60,14 @@ struct butler_state {
   std::deque<held_item> pending;
   /// Accepted route.execute calls whose work item is being stored.
   uint32_t appending = 0;
-  /// Items whose `start` write is in flight (they hold a slot).
-  uint32_t starting = 0;
   /// Running sessions by work id.
   std::unordered_map<std::string, running_session> running;
   /// Finished sessions whose result is being written (fenced).
   uint32_t finishing = 0;
-  /// The first recovery also takes this node's leases from before a
-  /// restart.
+  /// Holder name in leases: "NODE/INCARNATION", new at every spawn.
+  std::string owner;
+  /// The first recovery also takes the leases earlier incarnations on this
+  /// node held (they are gone: this one replaced them).
   bool recovered_own = false;
   /// Cron schedules, parallel to cfg.schedules (nullopt for every_s).
   std::vector<std::optional<cron_schedule>> crons;
@@ -85,7 +85,7 @@ struct butler_state {
   counter* recovered = nullptr;
 
   uint32_t active() const {
-    return starting + static_cast<uint32_t>(running.size());
+    return static_cast<uint32_t>(running.size());
   }
 };
 

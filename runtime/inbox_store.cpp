@@ -15,7 +15,10 @@ namespace {
 
 /// Statements prepared once per connection: their plans cannot depend on
 /// the tables' size (inserts, the dedupe arbiter index, joins of CTEs).
-constexpr const char* prepared[] = {"inbox_append"};
+/// The route inbox's statements are single-row primary-key or unique-key
+/// writes: their plan does not depend on the table's size either.
+constexpr const char* prepared[] = {"inbox_append", "work_append", "work_start",
+                                    "work_renew", "work_finish"};
 
 /// Statements planned at every execution (unnamed, PQexecParams): they look
 /// rows up in tables that start empty every month and grow fast. A generic
@@ -231,14 +234,18 @@ work_item item_of(const pqxx::row& row) {
 
 } // namespace
 
+/// "NODE/" of an owner "NODE/INCARNATION" when `op.own`, else "".
+static std::string own_prefix(const work_op& op) {
+  auto slash = op.owner.find('/');
+  if (!op.own || slash == std::string::npos)
+    return {};
+  return op.owner.substr(0, slash + 1);
+}
+
 void inbox_store::write_work(pqxx::work& tx, const std::vector<work_op>& in,
                              std::vector<work_result>& out) {
   // Work items arrive at the pace of sessions, not of ingest: one statement
   // each, all in the batch's one transaction.
-  static const std::string append = named_query("work_append");
-  static const std::string start = named_query("work_start");
-  static const std::string renew = named_query("work_renew");
-  static const std::string finish = named_query("work_finish");
   static const std::string lease = named_query("work_lease");
   out.clear();
   for (auto& op : in) {
@@ -247,10 +254,12 @@ void inbox_store::write_work(pqxx::work& tx, const std::vector<work_op>& in,
     work_result r;
     switch (op.kind) {
       case work_op_kind::append: {
-        auto rows = tx.exec_params(append, it.work_id, it.butler, it.request_id,
-                                   it.segment_id, it.subrequest_id,
-                                   it.trigger_source, it.origin_butler,
-                                   it.envelope, owner_, lease_s);
+        auto rows = tx.exec_prepared("work_append", it.work_id, it.butler,
+                                     it.request_id, it.segment_id,
+                                     it.subrequest_id, it.trigger_source,
+                                     it.origin_butler, it.envelope,
+                                     op.owner.empty() ? owner_ : op.owner,
+                                     lease_s);
         if (rows.empty()) // inserted concurrently, after our snapshot
           rows = tx.exec_params(
             "SELECT work_id::text, lease_token, attempts, "
@@ -271,24 +280,28 @@ void inbox_store::write_work(pqxx::work& tx, const std::vector<work_op>& in,
         break;
       }
       case work_op_kind::start: {
-        auto rows = tx.exec_params(start, it.work_id, it.lease_token, lease_s);
+        auto rows = tx.exec_prepared("work_start", it.work_id, it.lease_token,
+                                     lease_s);
         r.ok = !rows.empty();
         if (r.ok)
           r.attempts = rows[0][0].as<int32_t>();
         break;
       }
       case work_op_kind::renew:
-        r.ok = !tx.exec_params(renew, it.work_id, it.lease_token, lease_s)
+        r.ok = !tx.exec_prepared("work_renew", it.work_id, it.lease_token,
+                                 lease_s)
                   .empty();
         break;
       case work_op_kind::finish:
-        r.ok = !tx.exec_params(finish, it.work_id, it.lease_token, op.state,
-                               op.response, op.error_class)
+        r.ok = !tx.exec_prepared("work_finish", it.work_id, it.lease_token,
+                                 op.state, op.response, op.error_class)
                   .empty();
         break;
       case work_op_kind::lease:
-        for (auto row : tx.exec_params(lease, it.butler, owner_, lease_s,
-                                       static_cast<int>(op.limit), op.own))
+        for (auto row :
+             tx.exec_params(lease, it.butler,
+                            op.owner.empty() ? owner_ : op.owner, lease_s,
+                            static_cast<int>(op.limit), own_prefix(op)))
           r.items.push_back(item_of(row));
         r.ok = true;
         break;

@@ -180,7 +180,11 @@ struct work_op {
   std::string error_class;
   /// lease: most items to take.
   uint32_t limit = 0;
-  /// lease: also take items this node held before it restarted.
+  /// append, lease: the holder the lease goes to ("NODE/INCARNATION").
+  std::string owner;
+  /// lease: also take items held by an earlier incarnation on this node
+  /// (owner "NODE/..." other than `owner`), expired or not: that holder is
+  /// gone, since this node restarted.
   bool own = false;
 };
 

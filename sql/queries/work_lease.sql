@@ -1,7 +1,8 @@
 -- Recovery: leases open work items of one butler whose holder is gone
--- (lease expired) — or, with $5, every open item this owner held before it
--- restarted — with a new fencing token, oldest first.
--- $1 butler, $2 owner, $3 lease seconds, $4 limit, $5 take own leases.
+-- (lease expired) — or, with $5 (a "NODE/" prefix, '' for none), every
+-- open item an earlier incarnation on this node held — to owner $2 with a
+-- new fencing token, oldest first.
+-- $1 butler, $2 owner, $3 lease seconds, $4 limit, $5 own prefix.
 UPDATE route_work w
 SET lease_owner = $2,
     lease_expires_at = now() + make_interval(secs => $3),
@@ -10,7 +11,9 @@ SET lease_owner = $2,
 FROM (
   SELECT work_id FROM route_work
   WHERE butler = $1 AND state IN ('queued', 'running')
-    AND (lease_expires_at < now() OR ($5 AND lease_owner = $2))
+    AND (lease_expires_at < now()
+         OR ($5 <> '' AND left(lease_owner, length($5)) = $5
+             AND lease_owner <> $2))
   ORDER BY work_id
   LIMIT $4
   FOR UPDATE SKIP LOCKED

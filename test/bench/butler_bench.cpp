@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <thread>
@@ -58,6 +59,9 @@ struct bench {
   inbox_writer_actor writer;
   node_context_ptr ctx;
   uint32_t turn_ms;
+  /// Butler names are unique per run, so items another run left in the
+  /// same database are never recovered into this one.
+  std::string run = "b" + make_uuid_v7().to_string().substr(24, 8) + "-";
   int round = 0;
 
   std::vector<butler_actor> spawn(caf::scoped_actor& self, int n,
@@ -66,7 +70,7 @@ struct bench {
     ++round;
     for (int i = 0; i < n; ++i) {
       butler_params p;
-      p.cfg.name = "b" + std::to_string(round) + "-" + std::to_string(i);
+      p.cfg.name = run + std::to_string(round) + "-" + std::to_string(i);
       p.cfg.max_concurrent_sessions = slots;
       p.cfg.max_pending = max_pending;
       p.cfg.runtime.turn_ms = turn_ms;
@@ -80,11 +84,35 @@ struct bench {
     return out;
   }
 
+  /// One message through each butler, answered: their start-up (the first
+  /// lease renewal and recovery) is behind them before anything is timed.
+  void warm_up(caf::scoped_actor& self, const std::vector<butler_actor>& bs) {
+    for (size_t k = 0; k < bs.size(); ++k)
+      self->send(bs[k], route_atom_v,
+                 route_request{envelope(run + std::to_string(round) + "-"
+                                          + std::to_string(k),
+                                        make_uuid_v7().to_string()),
+                               "route",
+                               {}});
+    size_t done = 0;
+    self->receive_while([&] {
+      return done < bs.size();
+    })([&](route_response&) {},
+       [&](done_atom, route_response&) {
+         ++done;
+       },
+       caf::after(60s) >>
+         [&] {
+           done = bs.size();
+         });
+  }
+
   /// Ten messages at once; returns each message's latency (ms), in send
   /// order, and the makespan.
   std::pair<std::vector<double>, double> ten(int butlers, uint32_t slots) {
     caf::scoped_actor self{sys};
     auto bs = spawn(self, butlers, slots, 100);
+    warm_up(self, bs);
     std::map<std::string, int> index;
     std::vector<double> latency(10, 0);
     auto t0 = clock_type::now();
@@ -92,7 +120,7 @@ struct bench {
       auto rid = make_uuid_v7().to_string();
       index[rid] = i;
       auto k = i % butlers;
-      auto name = "b" + std::to_string(round) + "-" + std::to_string(k);
+      auto name = run + std::to_string(round) + "-" + std::to_string(k);
       self->send(bs[static_cast<size_t>(k)], route_atom_v,
                  route_request{envelope(name, rid), "route", {}});
     }
@@ -104,6 +132,9 @@ struct bench {
     })(
       [&](route_response& r) {
         ++accepted;
+        if (std::getenv("BENCH_DEBUG"))
+          std::fprintf(stderr, "accept %.2f ms at %.2f\n", r.duration_ms,
+                       ms(clock_type::now() - t0));
         if (r.status != "accepted")
           std::fprintf(stderr, "not accepted: %s %s\n", r.error_class.c_str(),
                        r.error_message.c_str());
@@ -111,7 +142,19 @@ struct bench {
       [&](done_atom, route_response& r) {
         ++done;
         auto t = ms(clock_type::now() - t0);
-        latency[static_cast<size_t>(index[r.request_id])] = t;
+        if (std::getenv("BENCH_DEBUG"))
+          std::fprintf(stderr, "done: session %.2f ms, at %.2f\n",
+                       r.duration_ms, t);
+        auto i = index.find(r.request_id);
+        if (i == index.end()) {
+          std::fprintf(stderr, "result for an unknown request %s (%s %s)\n",
+                       r.request_id.c_str(), r.status.c_str(),
+                       r.work_id.c_str());
+          for (auto& [k, v] : index)
+            std::fprintf(stderr, "  sent %s as %d\n", k.c_str(), v);
+          return;
+        }
+        latency[static_cast<size_t>(i->second)] = t;
         makespan = std::max(makespan, t);
       },
       caf::after(60s) >>
@@ -129,7 +172,8 @@ struct bench {
   std::vector<double> accepts(int n, int window) {
     caf::scoped_actor self{sys};
     auto bs = spawn(self, 1, 1, static_cast<uint32_t>(n + 10));
-    auto name = "b" + std::to_string(round) + "-0";
+    warm_up(self, bs);
+    auto name = run + std::to_string(round) + "-0";
     std::map<std::string, clock_type::time_point> sent;
     std::vector<double> out;
     int next = 0;
@@ -182,12 +226,15 @@ int main(int argc, char** argv) {
   std::string url = argv[1];
   uint32_t turn_ms = 200;
   int n_accepts = 1000;
+  uint32_t writer_connections = 1;
   for (int i = 2; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
     if (flag == "--turn-ms")
       turn_ms = static_cast<uint32_t>(std::stoul(argv[i + 1]));
     else if (flag == "--accepts")
       n_accepts = std::stoi(argv[i + 1]);
+    else if (flag == "--writer-connections")
+      writer_connections = static_cast<uint32_t>(std::stoul(argv[i + 1]));
   }
   caf::actor_system_config cfg;
   register_types(cfg);
@@ -195,6 +242,7 @@ int main(int argc, char** argv) {
   auto ctx = std::make_shared<node_context>();
   database_config db;
   db.url = url;
+  db.writer_connections = writer_connections;
   auto writer = sys.spawn(inbox_writer, db, "bench", 30u, ctx);
   for (int i = 0; i < 300 && !ctx->status.database_ready; ++i)
     std::this_thread::sleep_for(100ms);
@@ -205,6 +253,7 @@ int main(int argc, char** argv) {
   }
   bench b{sys, writer, ctx, turn_ms};
   b.ten(1, 1); // warm-up: connections, plans, page cache
+  b.ten(10, 1);
   struct row {
     std::string name;
     int butlers;
