@@ -8,6 +8,7 @@
 #include <initializer_list>
 #include <sstream>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 
 #include <toml++/toml.h>
@@ -514,6 +515,20 @@ check_fn http_url() {
   };
 }
 
+/// Source channels of `[[messenger.adapter]]` and `[[router.rule]]`; "*"
+/// means all.
+const std::vector<std::string>& channel_names() {
+  static const std::vector<std::string> names{"*",     "telegram", "slack",
+                                              "email", "api",      "mcp"};
+  return names;
+}
+
+/// Output families of LLM CLIs, for `[butler.runtime]` and `[router]`.
+const std::vector<std::string>& cli_families() {
+  static const std::vector<std::string> names{"claude", "codex", "opencode"};
+  return names;
+}
+
 constexpr int64_t u32_max = 4294967295;
 constexpr int64_t i64_max = 9223372036854775807;
 
@@ -566,7 +581,55 @@ void read_switchboard(parser& p, const toml::table& t, switchboard_config& c) {
   s.integer("scanner_batch_size", c.scanner_batch_size, 1, 10000);
   s.integer("lease_s", c.lease_s, 1, 86400);
   s.integer("dedupe_window_s", c.dedupe_window_s, 1, 86400);
-  s.one_of("router", c.router, {"rules", "cli"});
+  s.integer("route_timeout_s", c.route_timeout_s, 1, 86400);
+  s.integer("retry_base_ms", c.retry_base_ms, 1, 600000);
+  s.integer("retry_cap_ms", c.retry_cap_ms, 1, 600000);
+  s.integer("circuit_failure_threshold", c.circuit_failure_threshold, 1, 1000);
+  s.integer("circuit_open_s", c.circuit_open_s, 1, 3600);
+  s.one_of("fanout_mode", c.fanout_mode,
+           {"parallel", "ordered", "conditional"});
+  s.integer("max_in_progress", c.max_in_progress, 1, 1000000);
+  s.moved("router", "it is now [router] kind");
+  s.finish();
+}
+
+void read_rule(parser& p, const toml::table& t, std::string prefix,
+               routing_rule_config& c) {
+  section s{p, t, std::move(prefix)};
+  s.strings("channels", c.channels, section::choice_of(channel_names()));
+  s.strings("allow", c.allow, plain_name());
+  s.strings("deny", c.deny, plain_name());
+  s.finish();
+}
+
+void read_router(parser& p, const toml::table& t, router_config& c) {
+  section s{p, t, "router"};
+  s.one_of("kind", c.kind, {"rules", "cli"});
+  s.number("confidence_threshold", c.confidence_threshold, 0.0, 1.0);
+  s.one_of("family", c.family, cli_families());
+  s.strings("command", c.command);
+  s.integer("timeout_s", c.timeout_s, 1, 3600);
+  s.integer("max_output_bytes", c.max_output_bytes, 1024, 64 * 1024 * 1024);
+  auto rules = s.tables("rule", "router.rule");
+  for (size_t i = 0; i < rules.size(); ++i) {
+    if (!rules[i])
+      continue;
+    auto prefix = "router.rule[" + std::to_string(i) + "]";
+    p.settings.positions[prefix] = position_of(rules[i]->source());
+    c.rules.emplace_back();
+    read_rule(p, *rules[i], prefix, c.rules.back());
+  }
+  s.finish();
+}
+
+void read_policy(parser& p, const toml::table& t, std::string prefix,
+                 policy_config& c) {
+  section s{p, t, std::move(prefix)};
+  s.require("tier");
+  s.one_of("tier", c.tier, {"default", "interactive", "high_priority"});
+  s.integer("wall_clock_s", c.wall_clock_s, 1, 604800);
+  s.integer("max_invocations", c.max_invocations, 1, 10000);
+  s.integer("retry_max_attempts", c.retry_max_attempts, 1, 100);
   s.finish();
 }
 
@@ -580,7 +643,7 @@ void read_runtime(parser& p, const toml::table& t, std::string prefix,
   s.one_of("fail_class", c.fail_class, taxonomy_classes());
   s.string("reply", c.reply);
   s.integer("seed", c.seed, 0, i64_max);
-  s.one_of("family", c.family, {"claude", "codex", "opencode"});
+  s.one_of("family", c.family, cli_families());
   s.strings("command", c.command);
   s.one_of("prompt_via", c.prompt_via, {"stdin", "argument"});
   s.integer("max_output_bytes", c.max_output_bytes, 1024, 64 * 1024 * 1024);
@@ -635,9 +698,7 @@ void read_adapter(parser& p, const toml::table& t, std::string prefix,
   section s{p, t, std::move(prefix)};
   s.require("kind");
   s.one_of("kind", c.kind, {"webhook", "outbox"});
-  s.strings("channels", c.channels,
-            section::choice_of(
-              {"*", "telegram", "slack", "email", "api", "mcp"}));
+  s.strings("channels", c.channels, section::choice_of(channel_names()));
   s.string("url", c.url, http_url());
   s.string("token", c.token);
   s.integer("timeout_ms", c.timeout_ms, 1, 600000);
@@ -709,6 +770,18 @@ void read_root(parser& p, const toml::table& root) {
     read_http(p, *t, out.http);
   if (auto t = s.table("switchboard"))
     read_switchboard(p, *t, out.switchboard);
+  if (auto t = s.table("router", "; the router is the table [router], its "
+                                 "choice of router is `kind`"))
+    read_router(p, *t, out.router);
+  auto policies = s.tables("policy");
+  for (size_t i = 0; i < policies.size(); ++i) {
+    if (!policies[i])
+      continue;
+    auto prefix = "policy[" + std::to_string(i) + "]";
+    p.settings.positions[prefix] = position_of(policies[i]->source());
+    out.policies.emplace_back();
+    read_policy(p, *policies[i], prefix, out.policies.back());
+  }
   auto butlers = s.tables("butler");
   for (size_t i = 0; i < butlers.size(); ++i) {
     if (!butlers[i])
@@ -816,11 +889,34 @@ bool operator==(const http_config& x, const http_config& y) {
 bool operator==(const switchboard_config& x, const switchboard_config& y) {
   return std::tie(x.enabled, x.max_in_flight, x.queue_capacity, x.workers,
                   x.scanner_interval_s, x.scanner_grace_s, x.scanner_batch_size,
-                  x.lease_s, x.dedupe_window_s, x.router)
+                  x.lease_s, x.dedupe_window_s, x.route_timeout_s,
+                  x.retry_base_ms, x.retry_cap_ms, x.circuit_failure_threshold,
+                  x.circuit_open_s, x.fanout_mode, x.max_in_progress)
          == std::tie(y.enabled, y.max_in_flight, y.queue_capacity, y.workers,
                      y.scanner_interval_s, y.scanner_grace_s,
                      y.scanner_batch_size, y.lease_s, y.dedupe_window_s,
-                     y.router);
+                     y.route_timeout_s, y.retry_base_ms, y.retry_cap_ms,
+                     y.circuit_failure_threshold, y.circuit_open_s,
+                     y.fanout_mode, y.max_in_progress);
+}
+
+bool operator==(const routing_rule_config& x, const routing_rule_config& y) {
+  return std::tie(x.channels, x.allow, x.deny)
+         == std::tie(y.channels, y.allow, y.deny);
+}
+
+bool operator==(const router_config& x, const router_config& y) {
+  return std::tie(x.kind, x.confidence_threshold, x.family, x.command,
+                  x.timeout_s, x.max_output_bytes, x.rules)
+         == std::tie(y.kind, y.confidence_threshold, y.family, y.command,
+                     y.timeout_s, y.max_output_bytes, y.rules);
+}
+
+bool operator==(const policy_config& x, const policy_config& y) {
+  return std::tie(x.tier, x.wall_clock_s, x.max_invocations,
+                  x.retry_max_attempts)
+         == std::tie(y.tier, y.wall_clock_s, y.max_invocations,
+                     y.retry_max_attempts);
 }
 
 bool operator==(const runtime_config& x, const runtime_config& y) {
@@ -882,10 +978,12 @@ bool operator==(const scheduler_config& x, const scheduler_config& y) {
 }
 
 bool operator==(const node_settings& x, const node_settings& y) {
-  return std::tie(x.node, x.database, x.http, x.switchboard, x.butlers,
-                  x.messenger, x.connectors, x.cluster, x.scheduler)
-         == std::tie(y.node, y.database, y.http, y.switchboard, y.butlers,
-                     y.messenger, y.connectors, y.cluster, y.scheduler);
+  return std::tie(x.node, x.database, x.http, x.switchboard, x.router,
+                  x.policies, x.butlers, x.messenger, x.connectors, x.cluster,
+                  x.scheduler)
+         == std::tie(y.node, y.database, y.http, y.switchboard, y.router,
+                     y.policies, y.butlers, y.messenger, y.connectors,
+                     y.cluster, y.scheduler);
 }
 
 // -- config_error -------------------------------------------------------------
@@ -1028,33 +1126,79 @@ std::vector<config_error> validate_settings(const node_settings& s) {
     errors.push_back(config_error{s.path, pos.line, pos.column, std::move(key),
                                   std::move(msg)});
   };
-  // Names of [[butler]], [[connector]] and [[butler.schedule]] entries are
-  // unique: entry `i` of `items`, keyed `base[i]`, is reported against the
-  // first entry with its name.
-  auto check_unique_name = [&](const auto& items, size_t i,
-                               const std::string& base,
-                               const std::string& kind) {
-    auto& name = items[i].name;
-    if (name.empty())
+  // Names of [[butler]], [[connector]] and [[butler.schedule]] entries and
+  // tiers of [[policy]] entries are unique: entry `i` of `items`, keyed
+  // `base[i]`, is reported against the first entry with the same `field`
+  // (member pointer, written in the file as `field_key`).
+  auto check_unique = [&](const auto& items, size_t i, const std::string& base,
+                          auto field, const std::string& field_key,
+                          const std::string& what) {
+    auto& value = items[i].*field;
+    if (value.empty())
       return;
     for (size_t j = 0; j < i; ++j) {
-      if (items[j].name != name)
+      if (items[j].*field != value)
         continue;
       auto prefix = base + "[" + std::to_string(i) + "]";
       auto first = base + "[" + std::to_string(j) + "]";
-      auto first_pos = where(s, {first + ".name", first});
+      auto first_pos = where(s, {first + "." + field_key, first});
       auto at = first_pos.line > 0
                   ? first + ", line " + std::to_string(first_pos.line)
                   : first;
-      error(where(s, {prefix + ".name", prefix}), prefix + ".name",
-            "duplicate " + kind + " name '" + name + "' (first in " + at + ")");
+      error(where(s, {prefix + "." + field_key, prefix}),
+            prefix + "." + field_key,
+            "duplicate " + what + " '" + value + "' (first in " + at + ")");
       return;
     }
+  };
+  auto check_unique_name = [&](const auto& items, size_t i,
+                               const std::string& base,
+                               const std::string& kind) {
+    using item = std::decay_t<decltype(items[i])>;
+    check_unique(items, i, base, &item::name, "name", kind + " name");
   };
   // HTTP.
   if (s.http.enabled && !is_loopback(s.http.bind) && s.http.token.empty())
     error(where(s, {"http.bind", "http"}), "http.bind",
           "binding a non-loopback address requires http.token");
+  // Switchboard.
+  auto& sb = s.switchboard;
+  if (sb.retry_base_ms > sb.retry_cap_ms)
+    error(where(s, {"switchboard.retry_base_ms", "switchboard.retry_cap_ms",
+                    "switchboard"}),
+          "switchboard.retry_base_ms",
+          "must not exceed switchboard.retry_cap_ms ("
+            + std::to_string(sb.retry_base_ms) + " > "
+            + std::to_string(sb.retry_cap_ms) + ")");
+  // Router. parse_config already rejects an unknown family whatever the
+  // kind; this catches settings built in code.
+  auto& ro = s.router;
+  auto& families = cli_families();
+  if (ro.kind == "cli"
+      && std::find(families.begin(), families.end(), ro.family)
+           == families.end())
+    error(where(s, {"router.family", "router.kind", "router"}), "router.family",
+          "kind = \"cli\" requires one of " + join(families) + ", got '"
+            + ro.family + "'");
+  if (!ro.command.empty() && ro.command[0].empty())
+    error(where(s, {"router.command", "router"}), "router.command",
+          "the program (the first element) must not be empty");
+  for (size_t i = 0; i < ro.rules.size(); ++i) {
+    auto& r = ro.rules[i];
+    auto prefix = "router.rule[" + std::to_string(i) + "]";
+    if (r.channels.empty())
+      error(where(s, {prefix + ".channels", prefix}), prefix + ".channels",
+            "applies to no channel; [\"*\"] means every channel");
+    for (auto k = r.deny.begin(); k != r.deny.end(); ++k)
+      if (std::find(r.deny.begin(), k, *k) == k // once per name
+          && std::find(r.allow.begin(), r.allow.end(), *k) != r.allow.end())
+        error(where(s, {prefix + ".deny", prefix}), prefix + ".deny",
+              "'" + *k + "' is both allowed and denied by this rule");
+  }
+  // Policies.
+  for (size_t i = 0; i < s.policies.size(); ++i)
+    check_unique(s.policies, i, "policy", &policy_config::tier, "tier",
+                 "policy tier");
   // Butlers.
   for (size_t i = 0; i < s.butlers.size(); ++i) {
     auto& b = s.butlers[i];
@@ -1279,7 +1423,33 @@ std::string to_toml(const node_settings& s) {
       << "scanner_batch_size = " << sb.scanner_batch_size << '\n'
       << "lease_s = " << sb.lease_s << '\n'
       << "dedupe_window_s = " << sb.dedupe_window_s << '\n'
-      << "router = " << quote(sb.router) << '\n';
+      << "route_timeout_s = " << sb.route_timeout_s << '\n'
+      << "retry_base_ms = " << sb.retry_base_ms << '\n'
+      << "retry_cap_ms = " << sb.retry_cap_ms << '\n'
+      << "circuit_failure_threshold = " << sb.circuit_failure_threshold << '\n'
+      << "circuit_open_s = " << sb.circuit_open_s << '\n'
+      << "fanout_mode = " << quote(sb.fanout_mode) << '\n'
+      << "max_in_progress = " << sb.max_in_progress << '\n';
+  auto& r = s.router;
+  out << "\n[router]\n"
+      << "kind = " << quote(r.kind) << '\n'
+      << "confidence_threshold = " << format_double(r.confidence_threshold)
+      << '\n'
+      << "family = " << quote(r.family) << '\n'
+      << "command = " << quote(r.command) << '\n'
+      << "timeout_s = " << r.timeout_s << '\n'
+      << "max_output_bytes = " << r.max_output_bytes << '\n';
+  for (auto& rule : r.rules)
+    out << "[[router.rule]]\n"
+        << "channels = " << quote(rule.channels) << '\n'
+        << "allow = " << quote(rule.allow) << '\n'
+        << "deny = " << quote(rule.deny) << '\n';
+  for (auto& pol : s.policies)
+    out << "\n[[policy]]\n"
+        << "tier = " << quote(pol.tier) << '\n'
+        << "wall_clock_s = " << pol.wall_clock_s << '\n'
+        << "max_invocations = " << pol.max_invocations << '\n'
+        << "retry_max_attempts = " << pol.retry_max_attempts << '\n';
   auto& c = s.cluster;
   out << "\n[cluster]\n"
       << "enabled = " << boolean(c.enabled) << '\n'

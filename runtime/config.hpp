@@ -93,8 +93,72 @@ struct switchboard_config {
   /// Time bucket in seconds for hashed dedupe keys. Default 300,
   /// range 1..86400.
   uint32_t dedupe_window_s = 300;
-  /// Router: "rules" (registry keywords) or "cli" (LLM CLI). Default "rules".
-  std::string router = "rules";
+  /// Seconds from dispatching a segment to its final route_response before
+  /// it counts as `timeout`. Default 1800, range 1..86400.
+  uint32_t route_timeout_s = 1800;
+  /// Full-jitter exponential backoff between attempts: base and cap in ms.
+  /// Defaults 500 and 30000, ranges 1..600000.
+  uint32_t retry_base_ms = 500;
+  uint32_t retry_cap_ms = 30000;
+  /// Consecutive failures that open a target's circuit. Default 5,
+  /// range 1..1000.
+  uint32_t circuit_failure_threshold = 5;
+  /// Seconds an open circuit waits before a half-open probe. Default 30,
+  /// range 1..3600.
+  uint32_t circuit_open_s = 30;
+  /// Fanout mode of plans: "parallel", "ordered" or "conditional".
+  /// Default "parallel".
+  std::string fanout_mode = "parallel";
+  /// Requests dispatched and awaiting their outcomes; above it workers stop
+  /// claiming new rows. Default 10000, range 1..1000000.
+  uint32_t max_in_progress = 10000;
+};
+
+/// One `[[router.rule]]`: a hard allow/deny policy applied before the
+/// router's choice is final (spec 001 §15.2).
+struct routing_rule_config {
+  /// Source channels it applies to (telegram, slack, email, api, mcp) or "*".
+  /// Default {"*"}.
+  std::vector<std::string> channels{"*"};
+  /// When non-empty, only these butlers may be targeted. Default empty.
+  std::vector<std::string> allow;
+  /// Butlers that may never be targeted. Default empty.
+  std::vector<std::string> deny;
+};
+
+/// `[router]`: how a request becomes a plan.
+struct router_config {
+  /// "rules" (registry keywords and triggers) or "cli" (an LLM CLI).
+  /// Default "rules".
+  std::string kind = "rules";
+  /// Plans under this confidence go to `general` whole (§15.1). Default 0.5,
+  /// range 0.0..1.0.
+  double confidence_threshold = 0.5;
+  /// cli: "claude", "codex" or "opencode". Default "claude".
+  std::string family = "claude";
+  /// cli: program and arguments; empty = the family's default. Default empty.
+  std::vector<std::string> command;
+  /// cli: seconds the router CLI may run. Default 60, range 1..3600.
+  uint32_t timeout_s = 60;
+  /// cli: largest stdout accepted. Default 262144, range 1024..67108864.
+  uint64_t max_output_bytes = 262144;
+  /// `[[router.rule]]`, in file order.
+  std::vector<routing_rule_config> rules;
+};
+
+/// One `[[policy]]`: per-request budgets of a policy tier (§15.7, §15.8).
+struct policy_config {
+  /// "default", "interactive" or "high_priority" (ingest.v1
+  /// control.policy_tier), required, unique.
+  std::string tier;
+  /// Wall-clock budget of a request, from receipt to its terminal state.
+  /// Default 3600, range 1..604800.
+  uint32_t wall_clock_s = 3600;
+  /// Dispatches (first attempts, retries, replays) a request may make.
+  /// Default 16, range 1..10000.
+  uint32_t max_invocations = 16;
+  /// Attempts per segment including the first. Default 3, range 1..100.
+  uint32_t retry_max_attempts = 3;
 };
 
 /// `[butler.runtime]`: the adapter a butler's sessions run on.
@@ -288,6 +352,10 @@ struct node_settings {
   http_config http;
   /// `[switchboard]`.
   switchboard_config switchboard;
+  /// `[router]` with its `[[router.rule]]` tables.
+  router_config router;
+  /// `[[policy]]`, in file order. Default empty.
+  std::vector<policy_config> policies;
   /// `[[butler]]`, in file order. Default empty.
   std::vector<butler_config> butlers;
   /// `[messenger]`.
@@ -302,7 +370,8 @@ struct node_settings {
   std::string path;
   /// Where each key and table was written, by dotted key ("http.bind",
   /// "butler[1].name", "butler[1]", "butler[1].runtime.kind",
-  /// "butler[1].schedule[0]", "messenger.adapter[0].url"), so later checks
+  /// "butler[1].schedule[0]", "messenger.adapter[0].url",
+  /// "router.rule[0].deny", "policy[1].tier"), so later checks
   /// can point at the line.
   std::map<std::string, source_position> positions;
 };
@@ -313,6 +382,9 @@ bool operator==(const node_config& x, const node_config& y);
 bool operator==(const database_config& x, const database_config& y);
 bool operator==(const http_config& x, const http_config& y);
 bool operator==(const switchboard_config& x, const switchboard_config& y);
+bool operator==(const routing_rule_config& x, const routing_rule_config& y);
+bool operator==(const router_config& x, const router_config& y);
+bool operator==(const policy_config& x, const policy_config& y);
 bool operator==(const runtime_config& x, const runtime_config& y);
 bool operator==(const schedule_config& x, const schedule_config& y);
 bool operator==(const butler_config& x, const butler_config& y);
@@ -338,6 +410,16 @@ inline bool operator!=(const http_config& x, const http_config& y) {
 }
 inline bool operator!=(const switchboard_config& x,
                        const switchboard_config& y) {
+  return !(x == y);
+}
+inline bool operator!=(const routing_rule_config& x,
+                       const routing_rule_config& y) {
+  return !(x == y);
+}
+inline bool operator!=(const router_config& x, const router_config& y) {
+  return !(x == y);
+}
+inline bool operator!=(const policy_config& x, const policy_config& y) {
   return !(x == y);
 }
 inline bool operator!=(const runtime_config& x, const runtime_config& y) {
@@ -421,8 +503,11 @@ std::vector<config_error> apply_env_overrides(
 /// called "messenger"; a schedule has exactly one of every_s and cron, and
 /// its name is unique within its butler; a webhook adapter needs a url, an
 /// outbox adapter a path; TLS key and certificate come together; a
-/// non-loopback cluster bind needs TLS; remote butlers need the cluster; and
-/// so on. Loopback is 127.0.0.0/8, ::1 and localhost.
+/// non-loopback cluster bind needs TLS; remote butlers need the cluster;
+/// switchboard.retry_base_ms is at most retry_cap_ms; a cli router has a
+/// known family; a `[[router.rule]]` neither allows and denies the same
+/// butler nor applies to no channel; policy tiers are unique; and so on.
+/// Loopback is 127.0.0.0/8, ::1 and localhost.
 std::vector<config_error> validate_settings(const node_settings& s);
 
 /// True for 127.0.0.0/8, ::1 (optionally in brackets) and localhost.

@@ -90,7 +90,13 @@ scanner_grace_s = 14
 scanner_batch_size = 15
 lease_s = 16
 dedupe_window_s = 17
-router = "cli"
+route_timeout_s = 18
+retry_base_ms = 19
+retry_cap_ms = 20
+circuit_failure_threshold = 21
+circuit_open_s = 22
+fanout_mode = "ordered"
+max_in_progress = 23
 
 [[butler]]
 name = "general"
@@ -169,6 +175,27 @@ tls_cafile = "/etc/ca.pem"
 threads = 2
 policy = "sharing"
 max_throughput = 100
+
+[router]
+kind = "cli"
+confidence_threshold = 0.75
+family = "opencode"
+command = ["opencode", "run", "--model", "small"]
+timeout_s = 30
+max_output_bytes = 65536
+[[router.rule]]
+channels = ["telegram", "slack"]
+allow = ["general", "health"]
+[[router.rule]]
+deny = ["coder"]
+
+[[policy]]
+tier = "default"
+wall_clock_s = 7200
+max_invocations = 8
+retry_max_attempts = 2
+[[policy]]
+tier = "high_priority"
 )";
 
 } // namespace
@@ -193,7 +220,22 @@ TEST(config, empty_text_gives_defaults) {
   EXPECT_EQ(s.http.max_body_bytes, 1048576u);
   EXPECT_EQ(s.switchboard.max_in_flight, 2048u);
   EXPECT_EQ(s.switchboard.dedupe_window_s, 300u);
-  EXPECT_EQ(s.switchboard.router, "rules");
+  EXPECT_EQ(s.switchboard.workers, 3u);
+  EXPECT_EQ(s.switchboard.route_timeout_s, 1800u);
+  EXPECT_EQ(s.switchboard.retry_base_ms, 500u);
+  EXPECT_EQ(s.switchboard.retry_cap_ms, 30000u);
+  EXPECT_EQ(s.switchboard.circuit_failure_threshold, 5u);
+  EXPECT_EQ(s.switchboard.circuit_open_s, 30u);
+  EXPECT_EQ(s.switchboard.fanout_mode, "parallel");
+  EXPECT_EQ(s.switchboard.max_in_progress, 10000u);
+  EXPECT_EQ(s.router.kind, "rules");
+  EXPECT_EQ(s.router.confidence_threshold, 0.5);
+  EXPECT_EQ(s.router.family, "claude");
+  EXPECT_TRUE(s.router.command.empty());
+  EXPECT_EQ(s.router.timeout_s, 60u);
+  EXPECT_EQ(s.router.max_output_bytes, 262144u);
+  EXPECT_TRUE(s.router.rules.empty());
+  EXPECT_TRUE(s.policies.empty());
   EXPECT_TRUE(s.butlers.empty());
   EXPECT_EQ(s.messenger.max_concurrent_sessions, 2u);
   EXPECT_EQ(s.messenger.max_pending, 1000u);
@@ -235,7 +277,13 @@ TEST(config, full_file_reads_every_key) {
   EXPECT_EQ(s.switchboard.scanner_batch_size, 15u);
   EXPECT_EQ(s.switchboard.lease_s, 16u);
   EXPECT_EQ(s.switchboard.dedupe_window_s, 17u);
-  EXPECT_EQ(s.switchboard.router, "cli");
+  EXPECT_EQ(s.switchboard.route_timeout_s, 18u);
+  EXPECT_EQ(s.switchboard.retry_base_ms, 19u);
+  EXPECT_EQ(s.switchboard.retry_cap_ms, 20u);
+  EXPECT_EQ(s.switchboard.circuit_failure_threshold, 21u);
+  EXPECT_EQ(s.switchboard.circuit_open_s, 22u);
+  EXPECT_EQ(s.switchboard.fanout_mode, "ordered");
+  EXPECT_EQ(s.switchboard.max_in_progress, 23u);
   ASSERT_EQ(s.butlers.size(), 2u);
   EXPECT_EQ(s.butlers[0].name, "general");
   EXPECT_EQ(s.butlers[0].description, "the \"fallback\"\tone");
@@ -307,14 +355,45 @@ TEST(config, full_file_reads_every_key) {
   EXPECT_EQ(s.scheduler.threads, 2u);
   EXPECT_EQ(s.scheduler.policy, "sharing");
   EXPECT_EQ(s.scheduler.max_throughput, 100u);
+  auto& r = s.router;
+  EXPECT_EQ(r.kind, "cli");
+  EXPECT_EQ(r.confidence_threshold, 0.75);
+  EXPECT_EQ(r.family, "opencode");
+  EXPECT_EQ(r.command,
+            (std::vector<std::string>{"opencode", "run", "--model", "small"}));
+  EXPECT_EQ(r.timeout_s, 30u);
+  EXPECT_EQ(r.max_output_bytes, 65536u);
+  ASSERT_EQ(r.rules.size(), 2u);
+  EXPECT_EQ(r.rules[0].channels,
+            (std::vector<std::string>{"telegram", "slack"}));
+  EXPECT_EQ(r.rules[0].allow, (std::vector<std::string>{"general", "health"}));
+  EXPECT_TRUE(r.rules[0].deny.empty());
+  EXPECT_EQ(r.rules[1].channels, (std::vector<std::string>{"*"}));
+  EXPECT_TRUE(r.rules[1].allow.empty());
+  EXPECT_EQ(r.rules[1].deny, (std::vector<std::string>{"coder"}));
+  ASSERT_EQ(s.policies.size(), 2u);
+  EXPECT_EQ(s.policies[0].tier, "default");
+  EXPECT_EQ(s.policies[0].wall_clock_s, 7200u);
+  EXPECT_EQ(s.policies[0].max_invocations, 8u);
+  EXPECT_EQ(s.policies[0].retry_max_attempts, 2u);
+  EXPECT_EQ(s.policies[1].tier, "high_priority");
+  EXPECT_EQ(s.policies[1].wall_clock_s, 3600u);
+  EXPECT_EQ(s.policies[1].max_invocations, 16u);
+  EXPECT_EQ(s.policies[1].retry_max_attempts, 3u);
   EXPECT_TRUE(validate_settings(s).empty()) << dump(validate_settings(s));
   // Positions are recorded by dotted key.
   EXPECT_EQ(s.positions.at("node.name").line, 3);
-  EXPECT_EQ(s.positions.at("butler[1].name").line, 44);
-  EXPECT_EQ(s.positions.at("butler[1].runtime.fail_rate").line, 58);
-  EXPECT_EQ(s.positions.at("butler[1].schedule[1]").line, 71);
-  EXPECT_EQ(s.positions.at("butler[1].schedule[1].every_s").line, 73);
-  EXPECT_EQ(s.positions.at("messenger.adapter[1].path").line, 90);
+  EXPECT_EQ(s.positions.at("switchboard.max_in_progress").line, 42);
+  EXPECT_EQ(s.positions.at("butler[1].name").line, 50);
+  EXPECT_EQ(s.positions.at("butler[1].runtime.fail_rate").line, 64);
+  EXPECT_EQ(s.positions.at("butler[1].schedule[1]").line, 77);
+  EXPECT_EQ(s.positions.at("butler[1].schedule[1].every_s").line, 79);
+  EXPECT_EQ(s.positions.at("messenger.adapter[1].path").line, 96);
+  EXPECT_EQ(s.positions.at("router.kind").line, 123);
+  EXPECT_EQ(s.positions.at("router.rule[1]").line, 132);
+  EXPECT_EQ(s.positions.at("router.rule[1].deny").line, 133);
+  EXPECT_EQ(s.positions.at("policy[1]").line, 140);
+  EXPECT_EQ(s.positions.at("policy[1].tier").line, 141);
 }
 
 TEST(config, to_toml_parses_back_to_equal_settings) {
@@ -1086,6 +1165,311 @@ TEST(config, to_toml_round_trips_runtime_schedules_and_adapters) {
                              "every_s = 3600\nprompt = \"tick\"\n"))
     << text;
   EXPECT_TRUE(contains(text, "fail_rate = 1e-09\n")) << text;
+}
+
+// -- [switchboard] routing keys, [router], [[policy]] -------------------------
+
+TEST(config, old_switchboard_router_key_says_where_it_went) {
+  auto res = parse_config("[switchboard]\nworkers = 2\nrouter = \"cli\"\n",
+                          "node.toml");
+  ASSERT_EQ(res.errors.size(), 1u) << dump(res.errors);
+  EXPECT_EQ(res.errors[0].to_string(),
+            "node.toml:3:1: switchboard.router: unknown key; it is now "
+            "[router] kind");
+}
+
+TEST(config, switchboard_routing_value_errors) {
+  auto res = parse_config(R"([switchboard]
+route_timeout_s = 0
+retry_base_ms = 600001
+retry_cap_ms = 0
+circuit_failure_threshold = 1001
+circuit_open_s = 3601
+fanout_mode = "paralel"
+max_in_progress = 0
+retry_capms = 5
+)",
+                          "node.toml");
+  EXPECT_EQ(res.errors.size(), 8u) << dump(res.errors);
+  auto e = find(res.errors, "switchboard.route_timeout_s");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->to_string(), "node.toml:2:19: switchboard.route_timeout_s: "
+                            "must be in 1..86400, got 0");
+  e = find(res.errors, "switchboard.retry_base_ms");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->message, "must be in 1..600000, got 600001");
+  e = find(res.errors, "switchboard.retry_cap_ms");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->message, "must be in 1..600000, got 0");
+  e = find(res.errors, "switchboard.circuit_failure_threshold");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->message, "must be in 1..1000, got 1001");
+  e = find(res.errors, "switchboard.circuit_open_s");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->message, "must be in 1..3600, got 3601");
+  e = find(res.errors, "switchboard.fanout_mode");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->message, "must be one of parallel, ordered, conditional, got "
+                        "'paralel'; did you mean 'parallel'?");
+  e = find(res.errors, "switchboard.max_in_progress");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->message, "must be in 1..1000000, got 0");
+  e = find(res.errors, "switchboard.retry_capms");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->message, "unknown key; did you mean 'retry_cap_ms'?");
+}
+
+TEST(config, router_value_errors) {
+  auto res = parse_config(R"([router]
+kind = "rule"
+confidence_threshold = 1.5
+family = "gemini"
+command = "claude -p"
+timeout_s = 0
+max_output_bytes = 100
+kinds = "cli"
+[[router.rule]]
+channels = ["telegram", "sms"]
+allow = ["general", "Health"]
+deny = ["a b"]
+alow = ["x"]
+)",
+                          "node.toml");
+  EXPECT_EQ(res.errors.size(), 11u) << dump(res.errors);
+  auto e = find(res.errors, "router.kind");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->message,
+            "must be one of rules, cli, got 'rule'; did you mean 'rules'?");
+  e = find(res.errors, "router.confidence_threshold");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->to_string(), "node.toml:3:24: router.confidence_threshold: "
+                            "must be in 0.0..1.0, got 1.5");
+  e = find(res.errors, "router.family");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->message, "must be one of claude, codex, opencode, got 'gemini'");
+  e = find(res.errors, "router.command");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->message, "expected array of strings, got string");
+  e = find(res.errors, "router.timeout_s");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->message, "must be in 1..3600, got 0");
+  e = find(res.errors, "router.max_output_bytes");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->message, "must be in 1024..67108864, got 100");
+  e = find(res.errors, "router.kinds");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->message, "unknown key; did you mean 'kind'?");
+  e = find(res.errors, "router.rule[0].channels[1]");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->to_string(),
+            "node.toml:10:25: router.rule[0].channels[1]: must be one of *, "
+            "telegram, slack, email, api, mcp, got 'sms'");
+  e = find(res.errors, "router.rule[0].allow[1]");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->message, "must match ^[a-z][a-z0-9_-]{0,63}$, got 'Health'");
+  ASSERT_TRUE(find(res.errors, "router.rule[0].deny[0]"));
+  e = find(res.errors, "router.rule[0].alow");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->message, "unknown key; did you mean 'allow'?");
+}
+
+TEST(config, router_family_is_checked_whatever_the_kind) {
+  for (auto kind : {"cli", "rules"}) {
+    auto res = parse_config(std::string{"[router]\nkind = \""} + kind
+                              + "\"\nfamily = \"claud\"\n",
+                            "node.toml");
+    ASSERT_EQ(res.errors.size(), 1u) << kind << "\n" << dump(res.errors);
+    EXPECT_EQ(res.errors[0].to_string(),
+              "node.toml:3:10: router.family: must be one of claude, codex, "
+              "opencode, got 'claud'; did you mean 'claude'?")
+      << kind;
+  }
+}
+
+TEST(config, router_cli_cross_checks) {
+  auto errors = validated(R"([router]
+kind = "cli"
+command = ["", "-p"]
+)");
+  ASSERT_EQ(errors.size(), 1u) << dump(errors);
+  EXPECT_EQ(errors[0].to_string(),
+            "node.toml:3:1: router.command: the program (the first element) "
+            "must not be empty");
+  // Settings built in code do not pass through parse_config's check of the
+  // family.
+  node_settings s;
+  s.router.kind = "cli";
+  s.router.family = "gemini";
+  errors = validate_settings(s);
+  ASSERT_EQ(errors.size(), 1u) << dump(errors);
+  EXPECT_EQ(errors[0].key, "router.family");
+  EXPECT_EQ(errors[0].message, "kind = \"cli\" requires one of claude, "
+                               "codex, opencode, got 'gemini'");
+  s.router.kind = "rules";
+  EXPECT_TRUE(validate_settings(s).empty());
+}
+
+TEST(config, router_and_its_rules_must_be_tables) {
+  auto res = parse_config("router = \"cli\"\n", "node.toml");
+  ASSERT_EQ(res.errors.size(), 1u) << dump(res.errors);
+  EXPECT_EQ(res.errors[0].key, "router");
+  EXPECT_EQ(res.errors[0].message,
+            "expected table, got string; the router is the table [router], "
+            "its choice of router is `kind`");
+  res = parse_config("[router.rule]\ndeny = [\"a\"]\n[policy]\ntier = "
+                     "\"default\"\n",
+                     "node.toml");
+  ASSERT_EQ(res.errors.size(), 2u) << dump(res.errors);
+  EXPECT_EQ(res.errors[0].key, "router.rule");
+  EXPECT_EQ(res.errors[0].message,
+            "expected array of tables ([[router.rule]]), got table");
+  EXPECT_EQ(res.errors[1].key, "policy");
+  EXPECT_EQ(res.errors[1].message,
+            "expected array of tables ([[policy]]), got table");
+}
+
+TEST(config, policy_value_errors) {
+  auto res = parse_config(R"([[policy]]
+wall_clock_s = 0
+[[policy]]
+tier = "low"
+max_invocations = 10001
+retry_max_attempts = 0
+[[policy]]
+tier = "interactive"
+wall_clock_s = 604801
+retry_max_attempt = 2
+)",
+                          "node.toml");
+  EXPECT_EQ(res.errors.size(), 7u) << dump(res.errors);
+  auto e = find(res.errors, "policy[0].tier");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->line, 1);
+  EXPECT_EQ(e->message, "missing required key");
+  e = find(res.errors, "policy[0].wall_clock_s");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->message, "must be in 1..604800, got 0");
+  e = find(res.errors, "policy[1].tier");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->to_string(), "node.toml:4:8: policy[1].tier: must be one of "
+                            "default, interactive, high_priority, got 'low'");
+  e = find(res.errors, "policy[1].max_invocations");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->message, "must be in 1..10000, got 10001");
+  e = find(res.errors, "policy[1].retry_max_attempts");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->message, "must be in 1..100, got 0");
+  ASSERT_TRUE(find(res.errors, "policy[2].wall_clock_s"));
+  e = find(res.errors, "policy[2].retry_max_attempt");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->message, "unknown key; did you mean 'retry_max_attempts'?");
+}
+
+TEST(config, retry_base_must_not_exceed_retry_cap) {
+  auto errors = validated(R"([switchboard]
+retry_base_ms = 5000
+retry_cap_ms = 4000
+)");
+  ASSERT_EQ(errors.size(), 1u) << dump(errors);
+  EXPECT_EQ(errors[0].to_string(),
+            "node.toml:2:1: switchboard.retry_base_ms: must not exceed "
+            "switchboard.retry_cap_ms (5000 > 4000)");
+  // Equal is fine, and so is a cap alone above the default base.
+  EXPECT_TRUE(
+    validated("[switchboard]\nretry_base_ms = 700\nretry_cap_ms = 700\n")
+      .empty());
+  errors = validated("[switchboard]\nretry_cap_ms = 100\n");
+  ASSERT_EQ(errors.size(), 1u) << dump(errors);
+  EXPECT_EQ(errors[0].key, "switchboard.retry_base_ms");
+  EXPECT_EQ(errors[0].line, 2) << "the cap, since the base was not written";
+}
+
+TEST(config, duplicate_policy_tier) {
+  auto errors = validated(R"([[policy]]
+tier = "interactive"
+[[policy]]
+tier = "default"
+[[policy]]
+tier = "interactive"
+max_invocations = 4
+)");
+  ASSERT_EQ(errors.size(), 1u) << dump(errors);
+  EXPECT_EQ(errors[0].to_string(),
+            "node.toml:6:1: policy[2].tier: duplicate policy tier "
+            "'interactive' (first in policy[0], line 2)");
+}
+
+TEST(config, rule_allowing_and_denying_a_butler) {
+  auto errors = validated(R"([router]
+[[router.rule]]
+allow = ["general", "health"]
+[[router.rule]]
+channels = ["email"]
+allow = ["general", "health", "coder"]
+deny = ["coder", "general", "coder", "finance"]
+[[router.rule]]
+channels = []
+deny = ["finance"]
+)");
+  ASSERT_EQ(errors.size(), 3u) << dump(errors);
+  EXPECT_EQ(errors[0].to_string(),
+            "node.toml:7:1: router.rule[1].deny: 'coder' is both allowed and "
+            "denied by this rule");
+  EXPECT_EQ(errors[1].to_string(),
+            "node.toml:7:1: router.rule[1].deny: 'general' is both allowed and "
+            "denied by this rule");
+  EXPECT_EQ(errors[2].to_string(),
+            "node.toml:9:1: router.rule[2].channels: applies to no channel; "
+            "[\"*\"] means every channel");
+}
+
+TEST(config, to_toml_round_trips_router_rules_and_policies) {
+  node_settings s;
+  s.switchboard.route_timeout_s = 86400;
+  s.switchboard.retry_base_ms = 1;
+  s.switchboard.retry_cap_ms = 600000;
+  s.switchboard.circuit_failure_threshold = 1000;
+  s.switchboard.circuit_open_s = 1;
+  s.switchboard.fanout_mode = "conditional";
+  s.switchboard.max_in_progress = 1000000;
+  s.router.kind = "cli";
+  s.router.confidence_threshold = 0.0;
+  s.router.family = "codex";
+  s.router.command = {"codex", "exec", "--json", "a \"quoted\" arg"};
+  s.router.timeout_s = 3600;
+  s.router.max_output_bytes = 67108864;
+  s.router.rules.push_back({{"api", "mcp"}, {"general"}, {}});
+  s.router.rules.push_back({{"*"}, {}, {"coder", "finance"}});
+  s.router.rules.push_back({});
+  s.policies.push_back({"high_priority", 60, 1, 1});
+  s.policies.push_back({"default", 604800, 10000, 100});
+  auto text = to_toml(s);
+  auto back = parse_config(text, "out.toml");
+  ASSERT_TRUE(back.settings) << dump(back.errors) << text;
+  EXPECT_EQ(*back.settings, s) << text;
+  EXPECT_TRUE(validate_settings(*back.settings).empty())
+    << dump(validate_settings(*back.settings));
+  EXPECT_TRUE(contains(text, "confidence_threshold = 0.0\n")) << text;
+  EXPECT_TRUE(contains(text, "[[router.rule]]\nchannels = [\"*\"]\n"
+                             "allow = []\ndeny = [\"coder\", \"finance\"]\n"))
+    << text;
+  EXPECT_TRUE(contains(text, "\n[[policy]]\ntier = \"high_priority\"\n"
+                             "wall_clock_s = 60\n"))
+    << text;
+  EXPECT_FALSE(contains(text, "router = ")) << text;
+  // Equality sees every new field.
+  auto other = s;
+  other.router.rules[1].deny.pop_back();
+  EXPECT_NE(other, s);
+  other = s;
+  other.policies[0].retry_max_attempts = 2;
+  EXPECT_NE(other, s);
+  other = s;
+  other.switchboard.max_in_progress = 1;
+  EXPECT_NE(other, s);
+  other = s;
+  other.router.confidence_threshold = 0.25;
+  EXPECT_NE(other, s);
 }
 
 // -- environment
