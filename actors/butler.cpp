@@ -83,6 +83,7 @@ void write_outcome(butler_ptr self, session_outcome out) {
         --st.finishing;
         if (!r.ok) {
           // Someone else holds the lease now: our result is void.
+          st.waiters.erase(out.work_id);
           ++st.status.fenced;
           st.fenced->inc();
           spdlog::warn("butler {}: work {} result not written: lease lost",
@@ -95,6 +96,12 @@ void write_outcome(butler_ptr self, session_outcome out) {
           ++st.status.failed;
         if (st.params.listener)
           caf::anon_send(st.params.listener, done_atom_v, out.response);
+        auto w = st.waiters.find(out.work_id);
+        if (w != st.waiters.end()) {
+          for (auto& hdl : w->second)
+            caf::anon_send(hdl, done_atom_v, out.response);
+          st.waiters.erase(w);
+        }
       },
       [self, out](const caf::error& err) {
         // Still open in the database: the lease expires and recovery runs
@@ -227,6 +234,38 @@ route_response reject(butler_ptr self, const std::string& request_id,
                              retryable);
 }
 
+/// Registers `hdl` for the result of `work_id`: at once when a duplicate
+/// dispatch finds the item already finished, else when it finishes here.
+/// (A duplicate held by another node reports to its own dispatcher; ours
+/// times out and retries.)
+void watch(butler_ptr self, const std::string& work_id, const work_result& r,
+           const caf::actor& hdl) {
+  auto& st = self->state;
+  bool terminal = r.state == "ok" || r.state == "error"
+                  || r.state == "cancelled";
+  if (r.duplicate && terminal) {
+    std::string error;
+    if (auto resp = parse_route_response(r.response, &error)) {
+      resp->work_id = work_id;
+      caf::anon_send(hdl, done_atom_v, std::move(*resp));
+    } else {
+      spdlog::warn("butler {}: stored response of {} unreadable: {}",
+                   st.params.cfg.name, work_id, error);
+    }
+    return;
+  }
+  auto held = st.running.count(work_id) > 0
+              || std::any_of(st.pending.begin(), st.pending.end(),
+                             [&](const held_item& h) {
+                               return h.item.work_id == work_id;
+                             });
+  st.waiters[work_id].push_back(hdl);
+  // Held by a holder that may be gone: this butler may recover it within a
+  // few lease periods; if not, the dispatcher's route timeout retries.
+  if (r.duplicate && !held)
+    st.foreign_waiters.emplace(work_id, st.ticks);
+}
+
 /// Admission of a route.execute call: a rejection, or nullopt when `env`
 /// (parsed from the request) may be stored.
 std::optional<route_response> admit(butler_ptr self, const route_request& req,
@@ -293,6 +332,7 @@ void store(butler_ptr self, route_request& req, route_envelope env,
   auto& st = self->state;
   auto& cfg = st.params.cfg;
   auto t0 = std::chrono::steady_clock::now();
+  auto reply_to = req.reply_to;
   work_op op;
   op.kind = work_op_kind::append;
   op.lease_s = cfg.lease_s;
@@ -310,7 +350,7 @@ void store(butler_ptr self, route_request& req, route_envelope env,
   update_gauges(self);
   self->request(st.writer, writer_timeout, work_atom_v, std::move(op))
     .then(
-      [self, reply, env, t0](work_result& r) mutable {
+      [self, reply, env, t0, reply_to](work_result& r) mutable {
         auto& st = self->state;
         --st.appending;
         route_response resp;
@@ -329,6 +369,8 @@ void store(butler_ptr self, route_request& req, route_envelope env,
         resp.duplicate = r.duplicate;
         resp.duration_ms = ms_since(t0);
         st.accept_latency->observe(resp.duration_ms);
+        if (reply_to)
+          watch(self, stored.work_id, r, reply_to);
         if (!r.duplicate) {
           ++st.status.accepted;
           st.accepted->inc();
@@ -366,6 +408,22 @@ caf::result<route_response> accept(butler_ptr self, route_request& req) {
 void tick(butler_ptr self) {
   auto& st = self->state;
   auto& cfg = st.params.cfg;
+  ++st.ticks;
+  for (auto i = st.foreign_waiters.begin(); i != st.foreign_waiters.end();) {
+    auto held = st.running.count(i->first) > 0
+                || std::any_of(st.pending.begin(), st.pending.end(),
+                               [&](const held_item& h) {
+                                 return h.item.work_id == i->first;
+                               });
+    if (held) {
+      i = st.foreign_waiters.erase(i);
+    } else if (st.ticks - i->second > 6) {
+      st.waiters.erase(i->first);
+      i = st.foreign_waiters.erase(i);
+    } else {
+      ++i;
+    }
+  }
   std::vector<work_item> held;
   for (auto& h : st.pending)
     held.push_back(h.item);
@@ -489,7 +547,7 @@ void fire(butler_ptr self, uint32_t i) {
   env.butler = cfg.name;
   env.tool = "route.execute";
   env.prompt = sch.prompt;
-  route_request req{make_route_json(env), "schedule", cfg.name};
+  route_request req{make_route_json(env), "schedule", cfg.name, {}};
   auto name = sch.name;
   auto log = [self, name](const route_response& r) {
     if (r.status == "error")

@@ -62,6 +62,14 @@ struct butler_state {
   uint32_t appending = 0;
   /// Running sessions by work id.
   std::unordered_map<std::string, running_session> running;
+  /// Who gets `done_atom, route_response` when an item's result is durable,
+  /// by work id (the dispatchers of its route.execute calls).
+  std::unordered_map<std::string, std::vector<caf::actor>> waiters;
+  /// Waiters for items held elsewhere (or not yet recovered here), with the
+  /// tick count when they were added: dropped after a few ticks unless the
+  /// item turns up here.
+  std::unordered_map<std::string, uint64_t> foreign_waiters;
+  uint64_t ticks = 0;
   /// Finished sessions whose result is being written (fenced).
   uint32_t finishing = 0;
   /// Holder name in leases: "NODE/INCARNATION", new at every spawn.

@@ -1,7 +1,9 @@
 #include "actors/http_server.hpp"
 
 #include <condition_variable>
+#include <map>
 #include <mutex>
+#include <regex>
 #include <thread>
 #include <vector>
 
@@ -199,6 +201,10 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
         respond_error(req, butlers_errc::not_found, "use POST for /v1/ingest");
       else
         ingest(req);
+      return restinio::request_accepted();
+    }
+    if (path.substr(0, 13) == "/v1/requests/") {
+      requests_api(req, std::string{path.substr(13)}, method);
       return restinio::request_accepted();
     }
     if (path.substr(0, 12) == "/v1/butlers/" || path == "/v1/butlers") {
@@ -424,7 +430,7 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
                     });
                 return;
               }
-              route_request rr{body, "route", {}};
+              route_request rr{body, "route", {}, {}};
               bridge->request(b, timeout, route_atom_v, std::move(rr))
                 .then(
                   [self_ptr, req](const route_response& r) {
@@ -455,6 +461,121 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
             });
       },
       shared_from_this(), req, reg, timeout, name, std::move(body), work_id);
+  }
+
+  /// /v1/requests/{id}: GET reconstructs the request (received, plan,
+  /// subrequests, work items, transitions, dead letters, operator actions);
+  /// POST {id}/replay | cancel | force-complete | reroute with a JSON body
+  /// {"who","why"[,"state"][,"segment_id","butler"]} is an audited operator
+  /// action (409 when the request's state does not allow it).
+  void requests_api(const request_handle& req, std::string rest,
+                    const restinio::http_method_id_t& method) {
+    auto timeout = std::chrono::milliseconds{settings.http.request_timeout_ms};
+    auto slash = rest.find('/');
+    auto id = rest.substr(0, slash);
+    auto action = slash == std::string::npos ? std::string{}
+                                             : rest.substr(slash + 1);
+    static const std::regex uuid_re{
+      "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
+      "[0-9a-fA-F]{12}$"};
+    if (!std::regex_match(id, uuid_re)) {
+      respond_error(req, butlers_errc::validation_error,
+                    "request id must be a UUID");
+      return;
+    }
+    if (action.empty() && method == restinio::http_method_get()) {
+      auto reader = caf::actor_cast<db_reader_actor>(ctx->reader());
+      if (!reader) {
+        respond_error(req, butlers_errc::database_unavailable,
+                      "no database reader on this node");
+        return;
+      }
+      enter();
+      sys.spawn(
+        [](caf::event_based_actor* bridge, std::shared_ptr<impl> self_ptr,
+           request_handle req, db_reader_actor reader,
+           std::chrono::milliseconds timeout, std::string id) {
+          bridge
+            ->request(reader, timeout, read_atom_v,
+                      named_statement{"request_inspect", {id}})
+            .then(
+              [self_ptr, req, id](const named_result& r) {
+                if (r.rows.empty()) {
+                  self_ptr->respond_error(req, butlers_errc::not_found,
+                                          "no request " + id, "[]",
+                                          [self_ptr](const auto&) {
+                                            self_ptr->leave();
+                                          });
+                  return;
+                }
+                self_ptr->respond(req, restinio::status_ok(), r.rows[0][0],
+                                  json_type, [self_ptr](const auto&) {
+                                    self_ptr->leave();
+                                  });
+              },
+              [self_ptr, req](const caf::error& err) {
+                self_ptr->fail(req, err);
+              });
+        },
+        shared_from_this(), req, reader, timeout, id);
+      return;
+    }
+    static const std::map<std::string, std::string>
+      actions{{"replay", "replay"},
+              {"cancel", "cancel"},
+              {"force-complete", "force_complete"},
+              {"reroute", "reroute"}};
+    auto a = actions.find(action);
+    if (method != restinio::http_method_post() || a == actions.end()) {
+      respond_error(req, butlers_errc::not_found,
+                    "no route for " + std::string{method.c_str()}
+                      + " /v1/requests/" + rest);
+      return;
+    }
+    rapidjson::Document doc;
+    if (json::parse(req->body(), doc) || !doc.IsObject()) {
+      respond_error(req, butlers_errc::validation_error,
+                    "body must be a JSON object with 'who' and 'why'");
+      return;
+    }
+    auto field = [&](const char* key) {
+      auto i = doc.FindMember(key);
+      return i != doc.MemberEnd() && i->value.IsString()
+               ? std::string{i->value.GetString()}
+               : std::string{};
+    };
+    auto who = field("who");
+    auto why = field("why");
+    std::string arg;
+    if (a->second == "force_complete")
+      arg = field("state");
+    if (a->second == "reroute")
+      arg = field("segment_id") + "=" + field("butler");
+    auto sb = caf::actor_cast<switchboard_actor>(ctx->switchboard());
+    if (!sb) {
+      respond_error(req, butlers_errc::database_unavailable,
+                    "the switchboard is restarting");
+      return;
+    }
+    enter();
+    sys.spawn(
+      [](caf::event_based_actor* bridge, std::shared_ptr<impl> self_ptr,
+         request_handle req, switchboard_actor sb,
+         std::chrono::milliseconds timeout, std::string action, std::string id,
+         std::string who, std::string why, std::string arg) {
+        bridge->request(sb, timeout, operate_atom_v, action, id, who, why, arg)
+          .then(
+            [self_ptr, req](const std::string& body) {
+              self_ptr->respond(req, restinio::status_ok(), body, json_type,
+                                [self_ptr](const auto&) {
+                                  self_ptr->leave();
+                                });
+            },
+            [self_ptr, req](const caf::error& err) {
+              self_ptr->fail(req, err);
+            });
+      },
+      shared_from_this(), req, sb, timeout, a->second, id, who, why, arg);
   }
 
   /// Answers a failed actor round trip and leaves the in-flight count.

@@ -50,6 +50,13 @@ void deliver(batch_waiters& w, write_result& r) {
     w.claims[i].deliver(r.claims[i]);
   for (size_t i = 0; i < w.completions.size(); ++i)
     w.completions[i].deliver(static_cast<bool>(r.completions[i]));
+  for (size_t i = 0; i < w.named.size(); ++i) {
+    if (i < r.named.size() && r.named[i].ok)
+      w.named[i].deliver(std::move(r.named[i]));
+    else
+      w.named[i].deliver(
+        caf::error{butlers_errc::internal_error, std::string{"storage error"}});
+  }
   for (size_t i = 0; i < w.work.size(); ++i) {
     if (i < r.work.size())
       w.work[i].deliver(std::move(r.work[i]));
@@ -67,6 +74,8 @@ void deliver(batch_waiters& w, const caf::error& err) {
   for (auto& rp : w.completions)
     rp.deliver(err);
   for (auto& rp : w.work)
+    rp.deliver(err);
+  for (auto& rp : w.named)
     rp.deliver(err);
 }
 
@@ -94,6 +103,10 @@ void dispatch(writer_ptr self) {
     n = std::min(room, st.pending.work.size());
     take(st.pending.work, batch.work, n);
     take(st.pending_waiters.work, waiters.work, n);
+    room -= n;
+    n = std::min(room, st.pending.named.size());
+    take(st.pending.named, batch.named, n);
+    take(st.pending_waiters.named, waiters.named, n);
     st.busy[idx] = true;
     auto size = batch.size();
     auto appends = batch.appends.size();
@@ -232,6 +245,10 @@ inbox_writer_actor::behavior_type inbox_writer_with(
     [self](work_atom, work_op& op) -> caf::result<work_result> {
       return submit<work_result>(self, &write_batch::work, &batch_waiters::work,
                                  std::move(op));
+    },
+    [self](exec_atom, named_statement& x) -> caf::result<named_result> {
+      return submit<named_result>(self, &write_batch::named,
+                                  &batch_waiters::named, std::move(x));
     },
     [self](flush_atom) {
       dispatch(self);

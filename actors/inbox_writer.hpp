@@ -22,6 +22,7 @@ struct batch_waiters {
   std::vector<caf::typed_response_promise<claim_result>> claims;
   std::vector<caf::typed_response_promise<bool>> completions;
   std::vector<caf::typed_response_promise<work_result>> work;
+  std::vector<caf::typed_response_promise<named_result>> named;
 };
 
 struct inbox_writer_state {

@@ -54,10 +54,19 @@ using inbox_writer_actor = caf::typed_actor<
   /// batched with the inbox writes; fenced ops answer `ok` false when the
   /// lease token no longer matches.
   caf::replies_to<work_atom, work_op>::with<work_result>,
+  /// Runs a named statement (routing tables) in the next group commit.
+  caf::replies_to<exec_atom, named_statement>::with<named_result>,
   /// INTERNAL: dispatches pending work (queued behind current messages).
   caf::reacts_to<flush_atom>,
   /// INTERNAL: connection `index` went up (true) or down (false, reason).
   caf::reacts_to<link_atom, uint32_t, bool, std::string>>;
+
+/// Reads for inspection and operator endpoints, on a connection of its own
+/// (detached: blocking libpqxx), never through the writer.
+using db_reader_actor = caf::typed_actor<
+  /// Runs a named read-only statement; `database_unavailable` when the
+  /// connection is down.
+  caf::replies_to<read_atom, named_statement>::with<named_result>>;
 
 // -- switchboard
 // ---------------------------------------------------------------
@@ -75,7 +84,23 @@ using switchboard_actor = caf::typed_actor<
   /// Delivery (spec 001 §10.1): hands a notify.v1 (JSON text) from a
   /// butler's session to the messenger as route.v1 with
   /// input.context.notify_request; answers the messenger's response.
-  caf::replies_to<deliver_atom, std::string>::with<route_response>>;
+  caf::replies_to<deliver_atom, std::string>::with<route_response>,
+  /// A butler's final route_response for a subrequest it accepted (the
+  /// route.execute reply_to).
+  caf::reacts_to<done_atom, route_response>,
+  /// Operator action on a request: (action, request_id, who, why, arg) with
+  /// action replay | cancel | force_complete | reroute; answers a JSON
+  /// result, or `conflict` when the request is not in a state that allows
+  /// it. Every call is audited.
+  caf::replies_to<operate_atom, std::string, std::string, std::string,
+                  std::string, std::string>::with<std::string>,
+  /// INTERNAL: a segment's backoff passed (request_id, segment_id).
+  caf::reacts_to<retry_atom, std::string, std::string>,
+  /// INTERNAL: a route timeout or the wall-clock budget passed
+  /// (request_id, attempt segment id or "").
+  caf::reacts_to<expire_atom, std::string, std::string>,
+  /// INTERNAL: renews the inbox leases of requests in progress.
+  caf::reacts_to<caf::tick_atom>>;
 
 /// The cold path: every `scanner_interval_s` (and once at start) finds
 /// `accepted` rows older than `scanner_grace_s` and `progress` rows whose

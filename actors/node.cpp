@@ -18,6 +18,7 @@
 #include "actors/http_server.hpp"
 #include "actors/supervisor.hpp"
 #include "actors/type_ids.hpp"
+#include "runtime/inbox_store.hpp"
 #include "runtime/migrations.hpp"
 
 namespace butlers {
@@ -128,6 +129,11 @@ int run_node(const node_settings& settings) {
     spdlog::warn("HTTP requests still in flight at the drain deadline");
   http.stop();
   caf::anon_send_exit(sup, caf::exit_reason::user_shutdown);
+  // The context outlives the actor system: drop its handles, or a detached
+  // actor (the reader) is never destroyed and the system waits for it.
+  ctx->set_switchboard(nullptr);
+  ctx->set_registry(nullptr);
+  ctx->set_reader(nullptr);
   sys.await_all_actors_done();
   stopped.set_value();
   watchdog.join();
@@ -151,6 +157,36 @@ int migrate_database(const node_settings& settings) {
     return exit_ok;
   } catch (const std::exception& e) {
     spdlog::error("migration failed: {}", e.what());
+    return exit_failure;
+  }
+}
+
+int replay_request(const node_settings& settings, const std::string& request_id,
+                   const std::string& who, const std::string& why) {
+  if (settings.database.url.empty()) {
+    spdlog::error("no database configured (database.url or "
+                  "BUTLERS_DATABASE_URL)");
+    return exit_config;
+  }
+  apply_connect_timeout(settings);
+  try {
+    pqxx::connection conn{settings.database.url};
+    pqxx::work tx{conn};
+    auto r = run_named(tx, named_statement{"request_replay",
+                                           {request_id, who, why}});
+    tx.commit();
+    if (r.rows.empty()) {
+      spdlog::error("replay of {} refused: the request is not errored "
+                    "(the refusal is audited)",
+                    request_id);
+      return exit_failure;
+    }
+    spdlog::info("request {} replayed: {} subrequest(s) run again once a "
+                 "node's cold path takes it",
+                 request_id, r.rows[0][1]);
+    return exit_ok;
+  } catch (const std::exception& e) {
+    spdlog::error("replay failed: {}", e.what());
     return exit_failure;
   }
 }

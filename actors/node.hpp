@@ -1,5 +1,7 @@
 #pragma once
 
+#include <string>
+
 #include "runtime/config.hpp"
 
 namespace butlers {
@@ -25,6 +27,14 @@ int run_node(const node_settings& settings);
 
 /// Applies every embedded migration to the configured database and returns.
 int migrate_database(const node_settings& settings);
+
+/// Operator replay from the command line (spec 001 §15.6): puts an errored
+/// request back to 'accepted' with its request_id, resets its failed
+/// subrequests, marks its dead letters replayed and audits who, when, why
+/// and the result. Returns exit_ok when replayed, exit_failure when refused
+/// or the database is unreachable.
+int replay_request(const node_settings& settings, const std::string& request_id,
+                   const std::string& who, const std::string& why);
 
 /// Blocks SIGINT and SIGTERM in the calling thread, so that every thread
 /// spawned afterwards inherits the mask and `run_node` receives them

@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/butler.hpp"
+#include "actors/db_reader.hpp"
 #include "actors/inbox_scanner.hpp"
 #include "actors/inbox_writer.hpp"
 #include "actors/registry.hpp"
@@ -56,7 +57,12 @@ void start_group(supervisor_ptr self) {
   st.writer = self->spawn<caf::linked>(inbox_writer, s.database, s.node.name,
                                        s.switchboard.lease_s, st.ctx);
   st.switchboard = self->spawn<caf::linked>(switchboard, s.switchboard,
+                                            routing_settings{s.router,
+                                                             s.policies},
                                             st.writer, st.ctx);
+  st.reader = self->spawn<caf::detached + caf::linked>(db_reader,
+                                                       s.database.url);
+  st.ctx->set_reader(caf::actor_cast<caf::actor>(st.reader));
   st.scanner = self->spawn<caf::detached + caf::linked>(inbox_scanner,
                                                         s.database.url,
                                                         s.switchboard,
@@ -93,7 +99,8 @@ bool is_child(supervisor_ptr self, const caf::actor_addr& addr) {
   return (st.writer && addr == st.writer.address())
          || (st.switchboard && addr == st.switchboard.address())
          || (st.scanner && addr == st.scanner.address())
-         || (st.registry && addr == st.registry.address());
+         || (st.registry && addr == st.registry.address())
+         || (st.reader && addr == st.reader.address());
 }
 
 } // namespace
@@ -131,13 +138,16 @@ supervisor_actor::behavior_type supervisor(
     self->send_exit(st.switchboard, caf::exit_reason::kill);
     self->send_exit(st.scanner, caf::exit_reason::kill);
     self->send_exit(st.registry, caf::exit_reason::kill);
+    self->send_exit(st.reader, caf::exit_reason::kill);
     for (auto& b : st.butlers)
       self->send_exit(b, caf::exit_reason::kill);
     st.writer = nullptr;
     st.switchboard = nullptr;
     st.scanner = nullptr;
     st.registry = nullptr;
+    st.reader = nullptr;
     st.butlers.clear();
+    st.ctx->set_reader(nullptr);
     st.restarting = true;
     self->delayed_send(self, delay, restart_atom_v);
   });

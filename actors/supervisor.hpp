@@ -22,6 +22,7 @@ struct supervisor_state {
   switchboard_actor switchboard;
   inbox_scanner_actor scanner;
   registry_actor registry;
+  db_reader_actor reader;
   std::vector<butler_actor> butlers;
   /// Consecutive restarts, for the backoff.
   uint32_t restarts = 0;

@@ -15,8 +15,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-using switchboard_ptr = switchboard_actor::stateful_pointer<switchboard_state>;
-
 /// Bound on every round trip to the writer: it answers within one flush or
 /// at once with "unavailable", so hitting this means it is wedged.
 constexpr auto writer_timeout = 10s;
@@ -27,38 +25,16 @@ int64_t now_us() {
     .count();
 }
 
-void pump(switchboard_ptr self);
+} // namespace
 
-/// The processing step of a claimed message. Until routing lands it marks
-/// the message parsed; the routing issue replaces this with planning and
-/// dispatch.
-void process(switchboard_ptr self, inbox_ref ref, int64_t token) {
-  completion done{std::move(ref), token, "parsed", {}, {}};
-  self->request(self->state.writer, writer_timeout, complete_atom_v, done)
-    .then(
-      [self](bool applied) {
-        auto& st = self->state;
-        if (applied)
-          st.lifecycle_parsed->inc();
-        else
-          st.lease_lost->inc();
-        --st.active;
-        pump(self);
-      },
-      [self](const caf::error&) {
-        // Still 'progress' in the database: its lease expires and the cold
-        // path hands it out again.
-        --self->state.active;
-        pump(self);
-      });
-}
-
-/// Starts workers while there is queued work and a free worker slot. Each
-/// claims its row before any work, so a message re-offered by the cold path
-/// while another worker holds it is skipped, never processed twice.
+/// Starts workers while there is queued work, a free worker slot, and room
+/// among the requests in progress. Each claims its row before any work, so
+/// a message re-offered by the cold path while another worker holds it is
+/// skipped, never processed twice.
 void pump(switchboard_ptr self) {
   auto& st = self->state;
-  while (st.active < st.cfg.workers && !st.queue.empty()) {
+  while (st.active < st.cfg.workers && !st.queue.empty()
+         && st.requests.size() + st.active < st.cfg.max_in_progress) {
     auto ref = std::move(st.queue.front());
     st.queue.pop_front();
     ++st.active;
@@ -66,24 +42,26 @@ void pump(switchboard_ptr self) {
       static_cast<double>(now_us() - ref.received_at_us) / 1000.0);
     self->request(st.writer, writer_timeout, claim_atom_v, ref)
       .then(
-        [self, ref](const claim_result& claim) {
+        [self, ref](claim_result& claim) {
           if (!claim.claimed) {
-            --self->state.active;
-            pump(self);
+            done_classifying(self);
             return;
           }
-          process(self, ref, claim.lease_token);
+          route_claimed(self, ref, std::move(claim));
         },
         [self](const caf::error&) {
           // Still 'accepted': the cold path retries it.
-          --self->state.active;
-          pump(self);
+          done_classifying(self);
         });
   }
   st.queue_depth->set(static_cast<int64_t>(st.queue.size()));
 }
 
-/// Offers a stored message to the hot path; false when the queue is full.
+void done_classifying(switchboard_ptr self) {
+  --self->state.active;
+  pump(self);
+}
+
 bool offer(switchboard_ptr self, inbox_ref ref) {
   auto& st = self->state;
   if (st.queue.size() >= st.cfg.queue_capacity)
@@ -92,13 +70,58 @@ bool offer(switchboard_ptr self, inbox_ref ref) {
   return true;
 }
 
-} // namespace
+void hand_to_messenger(switchboard_ptr self, std::string notify,
+                       std::function<void(route_response)> done) {
+  auto& st = self->state;
+  std::string envelope;
+  auto fresh = make_uuid_v7().to_string();
+  if (auto bad = make_delivery_route(notify, fresh, now_us(), envelope)) {
+    st.notify_rejected->inc();
+    done(make_error_response({}, bad->error_class, bad->message, false));
+    return;
+  }
+  auto reg = caf::actor_cast<registry_actor>(st.ctx->registry());
+  if (!reg) {
+    st.notify_rejected->inc();
+    done(make_error_response({}, "target_unavailable",
+                             "no butler registry on this node", true));
+    return;
+  }
+  auto fail = [self, done](const caf::error& err) {
+    self->state.notify_rejected->inc();
+    done(make_error_response({}, "target_unavailable",
+                             "messenger unreachable: "
+                               + self->system().render(err),
+                             true));
+  };
+  self->request(reg, writer_timeout, lookup_atom_v, "messenger")
+    .then(
+      [self, envelope, done, fail](caf::actor& messenger) mutable {
+        route_request req{std::move(envelope), "switchboard", {}, {}};
+        self
+          ->request(caf::actor_cast<butler_actor>(messenger), writer_timeout,
+                    route_atom_v, std::move(req))
+          .then(
+            [self, done](route_response& r) {
+              if (r.status == "error")
+                self->state.notify_rejected->inc();
+              else
+                self->state.notify_handed->inc();
+              done(std::move(r));
+            },
+            fail);
+      },
+      fail);
+}
 
-switchboard_actor::behavior_type switchboard(
-  switchboard_actor::stateful_pointer<switchboard_state> self,
-  switchboard_config cfg, inbox_writer_actor writer, node_context_ptr ctx) {
+switchboard_actor::behavior_type switchboard(switchboard_ptr self,
+                                             switchboard_config cfg,
+                                             routing_settings routing,
+                                             inbox_writer_actor writer,
+                                             node_context_ptr ctx) {
   auto& st = self->state;
   st.cfg = std::move(cfg);
+  st.routing = std::move(routing);
   st.writer = std::move(writer);
   st.ctx = std::move(ctx);
   auto& m = st.ctx->metrics;
@@ -128,6 +151,46 @@ switchboard_actor::behavior_type switchboard(
                                        "transition",
                                        "Lifecycle transitions by target state",
                                        "lifecycle_state=\"parsed\"");
+  st.lifecycle_errored = &m.get_counter("butlers_switchboard_lifecycle_"
+                                        "transition",
+                                        "Lifecycle transitions by target "
+                                        "state",
+                                        "lifecycle_state=\"errored\"");
+  st.lifecycle_cancelled = &m.get_counter("butlers_switchboard_lifecycle_"
+                                          "transition",
+                                          "Lifecycle transitions by target "
+                                          "state",
+                                          "lifecycle_state=\"cancelled\"");
+  st.fallback_to_general = &m.get_counter("butlers_switchboard_fallback_to_"
+                                          "general",
+                                          "Requests routed whole to general "
+                                          "(no match, low confidence, router "
+                                          "failure, policy)");
+  st.router_parse_failure = &m.get_counter("butlers_switchboard_router_parse_"
+                                           "failure",
+                                           "Router outputs that did not "
+                                           "validate");
+  st.retries = &m.get_counter("butlers_switchboard_route_retries_total",
+                              "Subrequests dispatched again after a "
+                              "retryable failure");
+  st.dead_letters = &m.get_counter("butlers_switchboard_dead_letters_total",
+                                   "Subrequests moved to dead_letters after "
+                                   "their retries");
+  st.budget_exhausted = &m.get_counter("butlers_switchboard_budget_exhausted_"
+                                       "total",
+                                       "Requests ended by their wall-clock or "
+                                       "invocation budget");
+  st.route_timeouts = &m.get_counter("butlers_switchboard_route_timeouts_"
+                                     "total",
+                                     "Subrequests without a route_response "
+                                     "within route_timeout_s");
+  st.policy_reroutes = &m.get_counter("butlers_switchboard_policy_reroutes_"
+                                      "total",
+                                      "Segments re-targeted by "
+                                      "[[router.rule]]");
+  st.in_progress = &m.get_gauge("butlers_switchboard_requests_in_progress",
+                                "Requests whose subrequests are out");
+  st.metrics = &m;
   st.notify_handed = &m.get_counter("butlers_switchboard_notify_total",
                                     "notify.v1 handed to the messenger",
                                     "outcome=\"accepted\"");
@@ -142,6 +205,10 @@ switchboard_actor::behavior_type switchboard(
   st.process_latency = &m.get_histogram("butlers_buffer_process_latency_ms",
                                         "From received_at to the start of "
                                         "processing");
+  self->delayed_send(self,
+                     std::chrono::seconds{
+                       std::max<uint32_t>(1, st.cfg.lease_s / 3)},
+                     caf::tick_atom_v);
   return {
     [self](ingest_atom, inbox_record& rec) -> caf::result<append_result> {
       auto& st = self->state;
@@ -205,46 +272,34 @@ switchboard_actor::behavior_type switchboard(
       return taken;
     },
     [self](deliver_atom, std::string& notify) -> caf::result<route_response> {
-      auto& st = self->state;
-      std::string envelope;
-      auto fresh = make_uuid_v7().to_string();
-      if (auto bad = make_delivery_route(notify, fresh, now_us(), envelope)) {
-        st.notify_rejected->inc();
-        return make_error_response({}, bad->error_class, bad->message, false);
-      }
-      auto reg = caf::actor_cast<registry_actor>(st.ctx->registry());
-      if (!reg) {
-        st.notify_rejected->inc();
-        return make_error_response({}, "target_unavailable",
-                                   "no butler registry on this node", true);
-      }
       auto rp = self->make_response_promise<route_response>();
-      auto fail = [self, rp](const caf::error& err) mutable {
-        self->state.notify_rejected->inc();
-        rp.deliver(make_error_response({}, "target_unavailable",
-                                       "messenger unreachable: "
-                                         + self->system().render(err),
-                                       true));
-      };
-      self->request(reg, writer_timeout, lookup_atom_v, "messenger")
-        .then(
-          [self, rp, envelope, fail](caf::actor& messenger) mutable {
-            route_request req{std::move(envelope), "switchboard", {}};
-            self
-              ->request(caf::actor_cast<butler_actor>(messenger),
-                        writer_timeout, route_atom_v, std::move(req))
-              .then(
-                [self, rp](route_response& r) mutable {
-                  if (r.status == "error")
-                    self->state.notify_rejected->inc();
-                  else
-                    self->state.notify_handed->inc();
-                  rp.deliver(std::move(r));
-                },
-                fail);
-          },
-          fail);
+      hand_to_messenger(self, std::move(notify),
+                        [rp](route_response r) mutable {
+                          rp.deliver(std::move(r));
+                        });
       return rp;
+    },
+    [self](done_atom, route_response& r) {
+      on_outcome(self, std::move(r));
+    },
+    [self](operate_atom, const std::string& action,
+           const std::string& request_id, const std::string& who,
+           const std::string& why, const std::string& arg) {
+      return operate(self, action, request_id, who, why, arg);
+    },
+    [self](retry_atom, const std::string& request_id,
+           const std::string& segment_id) {
+      on_retry(self, request_id, segment_id);
+    },
+    [self](expire_atom, const std::string& request_id,
+           const std::string& attempt_id) {
+      on_expire(self, request_id, attempt_id);
+    },
+    [self](caf::tick_atom) {
+      renew_leases(self);
+      auto every = std::chrono::seconds{
+        std::max<uint32_t>(1, self->state.cfg.lease_s / 3)};
+      self->delayed_send(self, every, caf::tick_atom_v);
     },
   };
 }

@@ -2,15 +2,46 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <map>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
 
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/interfaces.hpp"
 #include "runtime/config.hpp"
+#include "runtime/fanout.hpp"
 #include "runtime/node_status.hpp"
+#include "runtime/resilience.hpp"
 
 namespace butlers {
+
+/// How requests become plans and what they may spend.
+struct routing_settings {
+  router_config router;
+  std::vector<policy_config> policies;
+};
+
+/// A request whose subrequests are out (the classification pool is free
+/// again): where its fanout stands. Everything here is also in the
+/// database; a request that outlives this actor is planned again from
+/// there.
+struct tracked_request {
+  inbox_ref ref;
+  /// The inbox lease token (fencing of the final transition).
+  int64_t token = 0;
+  inbox_record record;
+  fanout fo;
+  uint32_t invocations = 0;
+  uint32_t max_invocations = 16;
+  uint32_t retry_max_attempts = 3;
+  uint32_t wall_clock_s = 3600;
+  bool finishing = false;
+};
 
 struct switchboard_state {
   static inline const char* name = "switchboard";
@@ -21,8 +52,15 @@ struct switchboard_state {
   uint32_t in_flight = 0;
   /// The hot path: stored, not yet claimed (bounded by queue_capacity).
   std::deque<inbox_ref> queue;
-  /// Workers busy with a claimed message (bounded by workers).
+  /// Workers busy with a claimed message (bounded by workers): claiming
+  /// and classifying; free again once the subrequests are out.
   uint32_t active = 0;
+  routing_settings routing;
+  /// Requests whose subrequests are out (bounded by max_in_progress).
+  std::unordered_map<std::string, tracked_request> requests;
+  /// A circuit per target butler.
+  std::map<std::string, circuit_breaker> circuits;
+  std::mt19937_64 rng{std::random_device{}()};
   // -- metrics (spec 001 §12.2, spec 000 §4.1; dots as underscores) -----------
   counter* received = nullptr;
   counter* deduplicated = nullptr;
@@ -38,11 +76,67 @@ struct switchboard_state {
   gauge* queue_depth = nullptr;
   gauge* inflight_requests = nullptr;
   histogram* process_latency = nullptr;
+  counter* lifecycle_errored = nullptr;
+  counter* lifecycle_cancelled = nullptr;
+  counter* fallback_to_general = nullptr;
+  counter* router_parse_failure = nullptr;
+  counter* retries = nullptr;
+  counter* dead_letters = nullptr;
+  counter* budget_exhausted = nullptr;
+  counter* route_timeouts = nullptr;
+  counter* policy_reroutes = nullptr;
+  gauge* in_progress = nullptr;
+  metrics_registry* metrics = nullptr;
 };
 
-/// The ingest boundary and the hot path (see `switchboard_actor`).
-switchboard_actor::behavior_type switchboard(
-  switchboard_actor::stateful_pointer<switchboard_state> self,
-  switchboard_config cfg, inbox_writer_actor writer, node_context_ptr ctx);
+using switchboard_ptr = switchboard_actor::stateful_pointer<switchboard_state>;
+
+/// The ingest boundary, the hot path and routing (see `switchboard_actor`).
+switchboard_actor::behavior_type switchboard(switchboard_ptr self,
+                                             switchboard_config cfg,
+                                             routing_settings routing,
+                                             inbox_writer_actor writer,
+                                             node_context_ptr ctx);
+
+// -- routing (actors/routing.cpp) ---------------------------------------------
+
+/// Plans a claimed request and sends its subrequests out; frees the worker
+/// once they are (calls `done_classifying`).
+void route_claimed(switchboard_ptr self, inbox_ref ref, claim_result claim);
+
+/// A butler's final route_response (or an immediate error response).
+void on_outcome(switchboard_ptr self, route_response r);
+
+/// A segment's backoff passed.
+void on_retry(switchboard_ptr self, const std::string& request_id,
+              const std::string& segment_id);
+
+/// A segment attempt's route timeout, or (empty `attempt_id`) the
+/// request's wall-clock budget, passed.
+void on_expire(switchboard_ptr self, const std::string& request_id,
+               const std::string& attempt_id);
+
+/// Renews the inbox leases of tracked requests.
+void renew_leases(switchboard_ptr self);
+
+/// Operator actions (replay, cancel, force_complete, reroute).
+caf::result<std::string> operate(switchboard_ptr self,
+                                 const std::string& action,
+                                 const std::string& request_id,
+                                 const std::string& who, const std::string& why,
+                                 const std::string& arg);
+
+/// Hands a notify.v1 to the messenger; `done` gets its response.
+void hand_to_messenger(switchboard_ptr self, std::string notify,
+                       std::function<void(route_response)> done);
+
+/// Frees a classification worker and pumps the hot path.
+void done_classifying(switchboard_ptr self);
+
+/// Offers a stored message to the hot path; false when the queue is full.
+bool offer(switchboard_ptr self, inbox_ref ref);
+
+/// Starts workers while there is queued work and room.
+void pump(switchboard_ptr self);
 
 } // namespace butlers

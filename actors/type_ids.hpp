@@ -36,6 +36,12 @@ CAF_BEGIN_TYPE_ID_BLOCK(butlers, caf::first_custom_type_id)
   CAF_ADD_ATOM(butlers, butlers, lookup_atom, "lookup")
   CAF_ADD_ATOM(butlers, butlers, list_atom, "list")
   CAF_ADD_ATOM(butlers, butlers, register_atom, "register")
+  CAF_ADD_ATOM(butlers, butlers, exec_atom, "exec")
+  CAF_ADD_ATOM(butlers, butlers, read_atom, "read")
+  CAF_ADD_ATOM(butlers, butlers, retry_atom, "retry")
+  CAF_ADD_ATOM(butlers, butlers, expire_atom, "expire")
+  CAF_ADD_ATOM(butlers, butlers, replay_atom, "replay")
+  CAF_ADD_ATOM(butlers, butlers, operate_atom, "operate")
 
   // -- message types
   // -----------------------------------------------------------
@@ -62,6 +68,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(butlers, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(butlers, (butlers::butler_status))
   CAF_ADD_TYPE_ID(butlers, (butlers::registry_entry))
   CAF_ADD_TYPE_ID(butlers, (std::vector<butlers::registry_entry>))
+  CAF_ADD_TYPE_ID(butlers, (butlers::named_statement))
+  CAF_ADD_TYPE_ID(butlers, (butlers::named_result))
 
 CAF_END_TYPE_ID_BLOCK(butlers)
 

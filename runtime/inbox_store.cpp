@@ -97,6 +97,8 @@ write_result inbox_store::write(const write_batch& b) {
     write_completions(tx, b.completions, result.completions);
   if (!b.work.empty())
     write_work(tx, b.work, result.work);
+  for (auto& st : b.named)
+    result.named.push_back(run_named(tx, st));
   tx.commit();
   return result;
 }
@@ -175,20 +177,34 @@ void inbox_store::write_claims(pqxx::work& tx, const std::vector<inbox_ref>& in,
     ids.add(ref.request_id);
     received.add(ref.received_at_us);
   }
-  std::unordered_map<std::string, int64_t> tokens;
+  std::unordered_map<std::string, claim_result> claimed;
   for (auto row :
        tx.exec_params(replanned("inbox_claim"), ids.str(), received.str(),
-                      owner_, static_cast<int>(lease_s_)))
-    tokens.emplace(row[0].as<std::string>(), row[1].as<int64_t>());
+                      owner_, static_cast<int>(lease_s_))) {
+    claim_result c;
+    c.claimed = true;
+    c.lease_token = row[1].as<int64_t>();
+    auto& ctx = c.record.context;
+    ctx.request_id = row[0].as<std::string>();
+    ctx.received_at_us = row[2].as<int64_t>();
+    ctx.source_channel = row[3].as<std::string>();
+    ctx.source_endpoint_identity = row[4].as<std::string>();
+    ctx.source_sender_identity = row[5].as<std::string>();
+    ctx.source_thread_identity = row[6].as<std::string>();
+    ctx.trace_parent = row[7].as<std::string>();
+    c.record.normalized_text = row[8].as<std::string>();
+    c.record.policy_tier = row[9].as<std::string>();
+    claimed.emplace(ctx.request_id, std::move(c));
+  }
   out.clear();
   for (auto& ref : in) {
-    auto i = tokens.find(ref.request_id);
-    if (i == tokens.end()) {
-      out.push_back(claim_result{false, 0});
+    auto i = claimed.find(ref.request_id);
+    if (i == claimed.end()) {
+      out.push_back(claim_result{});
     } else {
-      out.push_back(claim_result{true, i->second});
+      out.push_back(std::move(i->second));
       // The same row twice in one batch is claimed once.
-      tokens.erase(i);
+      claimed.erase(i);
     }
   }
 }
@@ -235,6 +251,20 @@ work_item item_of(const pqxx::row& row) {
 } // namespace
 
 /// "NODE/" of an owner "NODE/INCARNATION" when `op.own`, else "".
+named_result run_named(pqxx::transaction_base& tx, const named_statement& st) {
+  named_result out;
+  auto rows = tx.exec_params(named_query(st.query),
+                             pqxx::prepare::make_dynamic_params(st.params));
+  for (auto row : rows) {
+    std::vector<std::string> cells;
+    for (auto field : row)
+      cells.push_back(field.is_null() ? std::string{} : field.c_str());
+    out.rows.push_back(std::move(cells));
+  }
+  out.ok = true;
+  return out;
+}
+
 static std::string own_prefix(const work_op& op) {
   auto slash = op.owner.find('/');
   if (!op.own || slash == std::string::npos)
@@ -263,7 +293,8 @@ void inbox_store::write_work(pqxx::work& tx, const std::vector<work_op>& in,
         if (rows.empty()) // inserted concurrently, after our snapshot
           rows = tx.exec_params(
             "SELECT work_id::text, lease_token, attempts, "
-            "(extract(epoch FROM created_at) * 1000000)::bigint, false "
+            "(extract(epoch FROM created_at) * 1000000)::bigint, false, "
+            "state, coalesce(response::text, '') "
             "FROM route_work WHERE butler = $1 AND request_id = $2::uuid "
             "AND segment_id = $3",
             it.butler, it.request_id, it.segment_id);
@@ -275,6 +306,8 @@ void inbox_store::write_work(pqxx::work& tx, const std::vector<work_op>& in,
           stored.created_at_us = rows[0][3].as<int64_t>();
           r.ok = true;
           r.duplicate = !rows[0][4].as<bool>();
+          r.state = rows[0][5].as<std::string>();
+          r.response = rows[0][6].as<std::string>();
           r.items.push_back(std::move(stored));
         }
         break;
@@ -334,6 +367,7 @@ write_result inbox_store::write_each(const write_batch& b) {
   each(&write_batch::claims, &write_result::claims, claim_result{});
   each(&write_batch::completions, &write_result::completions, false);
   each(&write_batch::work, &write_result::work, work_result{});
+  each(&write_batch::named, &write_result::named, named_result{});
   return result;
 }
 

@@ -18,6 +18,9 @@ namespace butlers {
 /// Blocking: used only from detached actors and tests. Methods throw
 /// libpqxx exceptions; `pqxx::broken_connection` (and `in_doubt_error`)
 /// mean the database is unreachable and the object must reconnect.
+/// Runs the named statement `st` (sql/queries/<query>.sql) in `tx`.
+named_result run_named(pqxx::transaction_base& tx, const named_statement& st);
+
 class inbox_store {
  public:
   /// `owner` names this node in leases and the transition log; claims hold

@@ -3,6 +3,7 @@
 //   butlers-node run --config FILE       run a node until SIGINT/SIGTERM
 //   butlers-node check-config FILE       validate, print the effective config
 //   butlers-node migrate --config FILE   apply the embedded migrations
+//   butlers-node replay --config FILE --request ID --who W --why TEXT
 //
 // Exit codes: see actors/node.hpp (and the README).
 
@@ -57,6 +58,16 @@ int main(int argc, char** argv) {
                                     "apply the embedded SQL migrations");
   migrate->add_option("-c,--config", config_path, "node configuration (TOML)")
     ->required();
+  std::string request_id, who, why;
+  auto replay = app.add_subcommand("replay",
+                                   "replay an errored request (same "
+                                   "request_id; audited); the "
+                                   "running node's cold path picks it up");
+  replay->add_option("-c,--config", config_path, "node configuration (TOML)")
+    ->required();
+  replay->add_option("--request", request_id, "request id (UUID)")->required();
+  replay->add_option("--who", who, "operator name, for the audit")->required();
+  replay->add_option("--why", why, "reason, for the audit")->required();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -74,6 +85,8 @@ int main(int argc, char** argv) {
   butlers::init_logging(settings->node.log_level, settings->node.name);
   if (migrate->parsed())
     return butlers::migrate_database(*settings);
+  if (replay->parsed())
+    return butlers::replay_request(*settings, request_id, who, why);
   butlers::block_shutdown_signals();
   try {
     return butlers::run_node(*settings);

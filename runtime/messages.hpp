@@ -91,11 +91,15 @@ struct claim_result {
   bool claimed = false;
   /// The fencing token every later write for this claim must present.
   int64_t lease_token = 0;
+  /// When claimed: the row's request context, normalized text and policy
+  /// tier (raw_payload and dedupe_key are left empty).
+  inbox_record record;
 };
 
 template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, claim_result& x) {
-  return f(caf::meta::type_name("claim_result"), x.claimed, x.lease_token);
+  return f(caf::meta::type_name("claim_result"), x.claimed, x.lease_token,
+           x.record);
 }
 
 /// A terminal transition of a claimed row: `parsed`, `errored` or
@@ -204,12 +208,43 @@ struct work_result {
   int32_t attempts = 0;
   /// append: the stored item; lease: the items now held.
   std::vector<work_item> items;
+  /// append of a duplicate: the stored item's state and, when terminal,
+  /// its route_response.v1 (JSON text).
+  std::string state;
+  std::string response;
 };
 
 template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, work_result& x) {
   return f(caf::meta::type_name("work_result"), x.ok, x.duplicate, x.attempts,
-           x.items);
+           x.items, x.state, x.response);
+}
+
+/// A named statement (`sql/queries/<query>.sql`) with text parameters: the
+/// small tables of routing (plans, subrequest outcomes, dead letters, the
+/// operator audit) are written with these, inside the writer's group
+/// commit, and read with them through the reader. SQL maps '' to NULL with
+/// NULLIF where a column is nullable.
+struct named_statement {
+  std::string query;
+  std::vector<std::string> params;
+};
+
+template<class Inspector>
+typename Inspector::result_type inspect(Inspector& f, named_statement& x) {
+  return f(caf::meta::type_name("named_statement"), x.query, x.params);
+}
+
+/// The rows a named statement returned, as text (NULL as "").
+struct named_result {
+  /// False when the statement failed on its own (isolated from the batch).
+  bool ok = false;
+  std::vector<std::vector<std::string>> rows;
+};
+
+template<class Inspector>
+typename Inspector::result_type inspect(Inspector& f, named_result& x) {
+  return f(caf::meta::type_name("named_result"), x.ok, x.rows);
 }
 
 /// Everything one transaction of the inbox writes (a group commit).
@@ -218,15 +253,17 @@ struct write_batch {
   std::vector<inbox_ref> claims;
   std::vector<completion> completions;
   std::vector<work_op> work;
+  std::vector<named_statement> named;
   size_t size() const {
-    return appends.size() + claims.size() + completions.size() + work.size();
+    return appends.size() + claims.size() + completions.size() + work.size()
+           + named.size();
   }
 };
 
 template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, write_batch& x) {
   return f(caf::meta::type_name("write_batch"), x.appends, x.claims,
-           x.completions, x.work);
+           x.completions, x.work, x.named);
 }
 
 /// The outcome of each element of a `write_batch`, in the batch's order.
@@ -241,12 +278,13 @@ struct write_result {
   std::vector<bool> completions;
   /// `ok` false (and no items) where the element failed.
   std::vector<work_result> work;
+  std::vector<named_result> named;
 };
 
 template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, write_result& x) {
   return f(caf::meta::type_name("write_result"), x.appends, x.claims,
-           x.completions, x.work);
+           x.completions, x.work, x.named);
 }
 
 /// What a runtime adapter produced for one session.

@@ -71,10 +71,21 @@ struct node_context {
     return registry_;
   }
 
+  /// Publishes the database reader (a `db_reader_actor`).
+  void set_reader(caf::actor hdl) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    reader_ = std::move(hdl);
+  }
+  caf::actor reader() const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return reader_;
+  }
+
  private:
   mutable std::mutex mtx_;
   caf::actor switchboard_;
   caf::actor registry_;
+  caf::actor reader_;
 };
 
 using node_context_ptr = std::shared_ptr<node_context>;

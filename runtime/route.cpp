@@ -98,6 +98,43 @@ std::string to_json(const route_response& x) {
   return out;
 }
 
+std::optional<route_response> parse_route_response(std::string_view text,
+                                                   std::string* error) {
+  rapidjson::Document doc;
+  if (auto err = json::parse(text, doc)) {
+    if (error)
+      *error = "route_response.v1 is not JSON: " + err->message;
+    return std::nullopt;
+  }
+  auto violations = schema::get("route_response.v1").validate(doc);
+  if (!violations.empty()) {
+    if (error)
+      *error = join(violations, "route_response.v1 violates its schema: ");
+    return std::nullopt;
+  }
+  route_response r;
+  r.status = member(doc, "status");
+  auto& ctx = doc["request_context"];
+  r.request_id = member(ctx, "request_id");
+  r.subrequest_id = member(ctx, "subrequest_id");
+  r.segment_id = member(ctx, "segment_id");
+  if (auto err = object_at(doc, "error")) {
+    r.error_class = member(*err, "class");
+    r.error_message = member(*err, "message");
+    auto i = err->FindMember("retryable");
+    r.retryable = i != err->MemberEnd() && i->value.IsBool()
+                  && i->value.GetBool();
+  }
+  if (auto res = object_at(doc, "result")) {
+    r.result = json::to_string(*res);
+    if (r.status == "accepted")
+      r.work_id = member(*res, "work_id");
+  }
+  auto& timing = doc["timing"]["duration_ms"];
+  r.duration_ms = timing.IsNumber() ? timing.GetDouble() : 0;
+  return r;
+}
+
 std::optional<route_rejection> parse_route(std::string_view text,
                                            route_envelope& out) {
   rapidjson::Document doc;
@@ -120,6 +157,8 @@ std::optional<route_rejection> parse_route(std::string_view text,
     out.segment_id = member(*sub, "segment_id");
     out.fanout_mode = member(*sub, "fanout_mode");
   }
+  if (auto tc = object_at(doc, "trace_context"))
+    out.trace_parent = member(*tc, "traceparent");
   out.butler = member(doc["target"], "butler");
   out.tool = member(doc["target"], "tool");
   out.prompt = member(doc["input"], "prompt");
@@ -160,7 +199,10 @@ std::string make_route_json(const route_envelope& x) {
   out += R"(},"input":{"prompt":)" + quote(x.prompt);
   if (!x.notify_request.empty())
     out += R"(,"context":{"notify_request":)" + x.notify_request + '}';
-  out += "}}";
+  out += '}';
+  if (!x.trace_parent.empty())
+    out += R"(,"trace_context":{"traceparent":)" + quote(x.trace_parent) + '}';
+  out += '}';
   return out;
 }
 

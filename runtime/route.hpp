@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include <caf/actor.hpp>
 #include <caf/meta/type_name.hpp>
 
 #include "runtime/schema.hpp"
@@ -27,12 +28,15 @@ struct route_request {
   std::string trigger_source = "route";
   /// The butler whose session sent it; "" when none.
   std::string origin_butler;
+  /// Gets `done_atom, route_response` once the work item's result is
+  /// durable (the dispatching switchboard); may be null.
+  caf::actor reply_to;
 };
 
 template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, route_request& x) {
   return f(caf::meta::type_name("route_request"), x.envelope, x.trigger_source,
-           x.origin_butler);
+           x.origin_butler, x.reply_to);
 }
 
 /// route_response.v1 in typed form: `accepted` from route.execute, `ok` or
@@ -72,6 +76,12 @@ route_response make_error_response(std::string request_id, std::string cls,
 /// Renders a valid route_response.v1 document.
 std::string to_json(const route_response& x);
 
+/// Reads a route_response.v1 document (spec 001 §6.3): an unknown schema
+/// version or a missing or invalid field is a `validation_error` whose
+/// message names every violation.
+std::optional<route_response> parse_route_response(std::string_view text,
+                                                   std::string* error);
+
 /// The parts of a route.v1 envelope the butlers act on.
 struct route_envelope {
   std::string request_id;
@@ -89,6 +99,8 @@ struct route_envelope {
   std::string prompt;
   /// input.context.notify_request as JSON text, "" when absent.
   std::string notify_request;
+  /// W3C traceparent, carried as trace_context.traceparent ("" = none).
+  std::string trace_parent;
 };
 
 /// Why an envelope was refused: a taxonomy class and a message naming the

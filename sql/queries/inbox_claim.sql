@@ -25,7 +25,10 @@ WITH claimed AS (
           WHEN 'progress' THEN m.lease_expires_at < now()
           ELSE false
         END
-  RETURNING m.request_id, m.lease_token, m.attempts
+  RETURNING m.request_id, m.lease_token, m.attempts, m.received_at,
+            m.source_channel, m.source_endpoint_identity,
+            m.source_sender_identity, m.source_thread_identity,
+            m.trace_parent, m.normalized_text, m.policy_tier
 ), logged AS (
   INSERT INTO inbox_transitions (request_id, from_state, to_state, lease_owner)
   SELECT request_id,
@@ -33,4 +36,11 @@ WITH claimed AS (
          'progress', $3
   FROM claimed
 )
-SELECT request_id::text, lease_token FROM claimed
+-- The claimed row's context and text come back with the claim, so the
+-- worker needs no second round trip before it routes.
+SELECT request_id::text, lease_token,
+       (extract(epoch FROM received_at) * 1000000)::bigint, source_channel,
+       source_endpoint_identity, source_sender_identity,
+       coalesce(source_thread_identity, ''), coalesce(trace_parent, ''),
+       normalized_text, policy_tier
+FROM claimed

@@ -93,6 +93,7 @@ struct bench {
                                           + std::to_string(k),
                                         make_uuid_v7().to_string()),
                                "route",
+                               {},
                                {}});
     size_t done = 0;
     self->receive_while([&] {
@@ -122,7 +123,7 @@ struct bench {
       auto k = i % butlers;
       auto name = run + std::to_string(round) + "-" + std::to_string(k);
       self->send(bs[static_cast<size_t>(k)], route_atom_v,
-                 route_request{envelope(name, rid), "route", {}});
+                 route_request{envelope(name, rid), "route", {}, {}});
     }
     int accepted = 0;
     int done = 0;
@@ -181,7 +182,7 @@ struct bench {
       auto rid = make_uuid_v7().to_string();
       sent[rid] = clock_type::now();
       self->send(bs[0], route_atom_v,
-                 route_request{envelope(name, rid), "route", {}});
+                 route_request{envelope(name, rid), "route", {}, {}});
       ++next;
     };
     for (int i = 0; i < window && next < n; ++i)

@@ -196,7 +196,8 @@ struct cli_fixture : ::testing::Test {
         return ctx->status.database_ready.load();
       },
       30s));
-    sb = sys.spawn(switchboard, switchboard_config{}, writer, ctx);
+    sb = sys.spawn(switchboard, switchboard_config{}, routing_settings{},
+                   writer, ctx);
     ctx->set_switchboard(caf::actor_cast<caf::actor>(sb));
     reg = sys.spawn(registry);
     ctx->set_registry(caf::actor_cast<caf::actor>(reg));
@@ -236,7 +237,7 @@ struct cli_fixture : ::testing::Test {
   route_response route(const std::string& env) {
     caf::scoped_actor self{sys};
     route_response out;
-    self->request(b, 10s, route_atom_v, route_request{env, "route", {}})
+    self->request(b, 10s, route_atom_v, route_request{env, "route", {}, {}})
       .receive(
         [&](route_response& r) {
           out = std::move(r);

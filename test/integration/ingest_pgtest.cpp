@@ -120,10 +120,12 @@ class Ingest : public ::testing::Test {
     if (url_.empty())
       url_ = fresh_database("ingest");
     env.emplace("BUTLERS_DATABASE_URL", url_);
+    auto butlers = butlers_toml();
     node_ = std::make_unique<
       node_process>("[node]\nname = \"ingest-test\"\ndrain_deadline_s = 10\n"
                     "[http]\nport = 0\n"
-                      + http_extra + "[scheduler]\nthreads = 2\n" + extra,
+                      + http_extra + "[scheduler]\nthreads = 2\n" + extra
+                      + butlers,
                     env);
     auto port = node_->wait_listening();
     ASSERT_TRUE(port) << node_->log();
@@ -186,7 +188,23 @@ class Ingest : public ::testing::Test {
     return pqxx::nontransaction{conn}.exec1(sql)[0].as<int64_t>();
   }
 
+  /// Every message ends at `general` (nothing else is registered): a fast
+  /// scripted general, and replies to an outbox in a temporary directory,
+  /// so these tests measure the ingest path, not sessions.
+  std::string butlers_toml() {
+    if (dir_.empty())
+      dir_ = make_temp_dir("ingest_outbox");
+    return "[[butler]]\nname = \"general\"\nlease_s = 2\n"
+           "max_concurrent_sessions = 16\nmax_pending = 20000\n"
+           "[butler.runtime]\nturn_ms = 0\n"
+           "[messenger]\nmax_concurrent_sessions = 16\n"
+           "max_pending = 20000\n"
+           "[[messenger.adapter]]\nkind = \"outbox\"\npath = \""
+           + dir_ + "/outbox.jsonl\"\n";
+  }
+
   std::string url_;
+  std::string dir_;
   uint16_t port_ = 0;
   std::unique_ptr<node_process> node_;
   std::unique_ptr<http_client> http_;
@@ -629,7 +647,7 @@ TEST_F(Ingest, SigkillDuringIngestLosesNothingAndProcessesOnce) {
     node_process>("[node]\nname = \"ingest-test-2\"\ndrain_deadline_s = 10\n"
                   "[http]\nport = "
                     + std::to_string(port_) + "\n[scheduler]\nthreads = 2\n"
-                    + cfg,
+                    + cfg + butlers_toml(),
                   std::map<std::string, std::string>{
                     {"BUTLERS_DATABASE_URL", url_}});
   ASSERT_TRUE(node_->wait_listening()) << node_->log();

@@ -109,6 +109,9 @@ inbox_writer_actor::behavior_type fake_writer(inbox_writer_actor::pointer,
       }
       return r;
     },
+    [](exec_atom, named_statement&) {
+      return named_result{};
+    },
     [](flush_atom) {},
     [](link_atom, uint32_t, bool, const std::string&) {},
   };
@@ -131,6 +134,14 @@ switchboard_actor::behavior_type fake_switchboard(
       r.status = "accepted";
       return r;
     },
+    [](done_atom, route_response&) {},
+    [](operate_atom, const std::string&, const std::string&, const std::string&,
+       const std::string&, const std::string&) -> caf::result<std::string> {
+      return caf::error{butlers_errc::internal_error, "not used"};
+    },
+    [](retry_atom, const std::string&, const std::string&) {},
+    [](expire_atom, const std::string&, const std::string&) {},
+    [](caf::tick_atom) {},
   };
 }
 
@@ -213,7 +224,7 @@ struct Butler : test::deterministic_fixture {
   route_response route(const butler_actor& b, const std::string& env,
                        const std::string& source = "route",
                        const std::string& origin = "") {
-    self->send(b, route_atom_v, route_request{env, source, origin});
+    self->send(b, route_atom_v, route_request{env, source, origin, {}});
     return reply<route_response>();
   }
 

@@ -35,7 +35,7 @@ write_result success(const write_batch& b) {
   for (auto& rec : b.appends)
     r.appends.push_back(append_result{rec.context.request_id, false});
   for (size_t i = 0; i < b.claims.size(); ++i)
-    r.claims.push_back(claim_result{true, 1});
+    r.claims.push_back(claim_result{true, 1, {}});
   r.completions.assign(b.completions.size(), true);
   return r;
 }

@@ -116,10 +116,14 @@ TEST_F(Serialization, InboxRef) {
 }
 
 TEST_F(Serialization, ClaimResult) {
-  claim_result x{true, 7};
+  claim_result x{true, 7, {}};
+  x.record.normalized_text = "take my pill";
+  x.record.context.request_id = "r-9";
   auto y = round_trip(x);
   EXPECT_EQ(y.claimed, true);
   EXPECT_EQ(y.lease_token, 7);
+  EXPECT_EQ(y.record.normalized_text, "take my pill");
+  EXPECT_EQ(y.record.context.request_id, "r-9");
 }
 
 TEST_F(Serialization, Completion) {
@@ -160,15 +164,17 @@ TEST_F(Serialization, WorkItemOpAndResult) {
   EXPECT_EQ(z.state, "ok");
   EXPECT_EQ(z.limit, 4u);
   EXPECT_TRUE(z.own);
-  work_result r{true, true, 5, {item, item}};
+  work_result r{true, true, 5, {item, item}, "ok", R"({"status":"ok"})"};
   auto rr = round_trip(r);
   EXPECT_TRUE(rr.duplicate);
   EXPECT_EQ(rr.attempts, 5);
   EXPECT_EQ(rr.items.size(), 2u);
+  EXPECT_EQ(rr.state, "ok");
+  EXPECT_EQ(rr.response, R"({"status":"ok"})");
 }
 
 TEST_F(Serialization, RouteRequestAndResponse) {
-  route_request req{"{}", "trigger", "health"};
+  route_request req{"{}", "trigger", "health", {}};
   auto a = round_trip(req);
   EXPECT_EQ(a.trigger_source, "trigger");
   EXPECT_EQ(a.origin_butler, "health");
@@ -212,6 +218,18 @@ TEST_F(Serialization, SessionTypes) {
   ASSERT_EQ(v.size(), 1u);
   EXPECT_EQ(v[0].keywords, std::vector<std::string>{"pill"});
   EXPECT_EQ(v[0].status, "stale");
+}
+
+TEST_F(Serialization, NamedStatements) {
+  named_statement st{"request_replay", {"r-1", "ops", "why"}};
+  auto a = round_trip(st);
+  EXPECT_EQ(a.query, "request_replay");
+  EXPECT_EQ(a.params.size(), 3u);
+  named_result r{true, {{"1", ""}, {"2", "x"}}};
+  auto b = round_trip(r);
+  EXPECT_TRUE(b.ok);
+  ASSERT_EQ(b.rows.size(), 2u);
+  EXPECT_EQ(b.rows[1][1], "x");
 }
 
 TEST_F(Serialization, ButlersErrors) {

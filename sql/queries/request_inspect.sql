@@ -1,0 +1,65 @@
+-- GET /v1/requests/{id}: what was received, how it was decomposed, where
+-- each part went and what came of it, as one JSON document (no row when
+-- the request is unknown). $1 request_id.
+SELECT jsonb_build_object(
+  'request_id', m.request_id,
+  'lifecycle_state', m.lifecycle_state,
+  'error_class', m.error_class,
+  'error_message', m.error_message,
+  'received_at', m.received_at,
+  'completed_at', m.completed_at,
+  'attempts', m.attempts,
+  'request_context', jsonb_build_object(
+    'source_channel', m.source_channel,
+    'source_endpoint_identity', m.source_endpoint_identity,
+    'source_sender_identity', m.source_sender_identity,
+    'source_thread_identity', m.source_thread_identity,
+    'trace_parent', m.trace_parent),
+  'policy_tier', m.policy_tier,
+  'normalized_text', m.normalized_text,
+  'decomposition', m.decomposition,
+  'plan', (SELECT jsonb_build_object(
+             'router', p.router, 'fallback', p.fallback,
+             'fallback_reason', p.fallback_reason,
+             'confidence', p.confidence, 'fanout_mode', p.fanout_mode,
+             'join_policy', p.join_policy, 'abort_policy', p.abort_policy)
+           FROM fanout_plans p WHERE p.request_id = m.request_id),
+  'subrequests', coalesce((
+    SELECT jsonb_agg(jsonb_build_object(
+             'segment_id', l.segment_id, 'butler', l.butler,
+             'prompt', l.prompt, 'state', l.state, 'attempts', l.attempts,
+             'work_id', l.work_id, 'error_class', l.error_class,
+             'error_message', l.error_message,
+             'response', l.raw_response) ORDER BY l.ordinal)
+    FROM fanout_execution_log l WHERE l.request_id = m.request_id), '[]'),
+  'work_items', coalesce((
+    SELECT jsonb_agg(jsonb_build_object(
+             'work_id', w.work_id, 'butler', w.butler,
+             'segment_id', w.segment_id, 'state', w.state,
+             'attempts', w.attempts, 'error_class', w.error_class,
+             'created_at', w.created_at, 'finished_at', w.finished_at)
+             ORDER BY w.created_at)
+    FROM route_work w WHERE w.request_id = m.request_id), '[]'),
+  'transitions', coalesce((
+    SELECT jsonb_agg(jsonb_build_object(
+             'from', t.from_state, 'to', t.to_state, 'by', t.lease_owner,
+             'at', t.at) ORDER BY t.id)
+    FROM inbox_transitions t WHERE t.request_id = m.request_id), '[]'),
+  'dead_letters', coalesce((
+    SELECT jsonb_agg(jsonb_build_object(
+             'segment_id', d.segment_id, 'butler', d.butler,
+             'error_class', d.error_class, 'error_message', d.error_message,
+             'attempts', d.attempts, 'created_at', d.created_at,
+             'replayed_at', d.replayed_at, 'replay_count', d.replay_count))
+    FROM dead_letters d WHERE d.request_id = m.request_id), '[]'),
+  'operator_actions', coalesce((
+    SELECT jsonb_agg(jsonb_build_object(
+             'at', a.at, 'who', a.who, 'action', a.action,
+             'segment_id', a.segment_id, 'why', a.why, 'result', a.result)
+             ORDER BY a.id)
+    FROM operator_audit a WHERE a.request_id = m.request_id), '[]'),
+  'dispatch_outcomes', m.dispatch_outcomes,
+  'response_summary', m.response_summary
+)::text
+FROM message_inbox m
+WHERE m.request_id = $1::uuid
