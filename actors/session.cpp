@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "runtime/cli_output.hpp"
+#include "runtime/fanout.hpp"
 #include "runtime/json.hpp"
 #include "runtime/outbox.hpp"
 #include "runtime/subprocess.hpp"
@@ -281,7 +282,8 @@ session_actor::behavior_type session(
     start_delivery(self);
   } else {
     st.script = make_script(st.params.runtime, st.params.butler,
-                            st.item.work_id, st.env.prompt, st.env.request_id);
+                            st.item.work_id, st.env.prompt, st.env.request_id,
+                            split_attempt(st.env.segment_id).second);
     self->delayed_send(self, st.script.turn, turn_atom_v);
   }
   return {

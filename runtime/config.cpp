@@ -640,6 +640,7 @@ void read_runtime(parser& p, const toml::table& t, std::string prefix,
   s.integer("turn_ms", c.turn_ms, 0, 3600000);
   s.integer("turns", c.turns, 1, 1000);
   s.number("fail_rate", c.fail_rate, 0.0, 1.0);
+  s.integer("fail_attempts", c.fail_attempts, 0, 1000);
   s.one_of("fail_class", c.fail_class, taxonomy_classes());
   s.string("reply", c.reply);
   s.integer("seed", c.seed, 0, i64_max);
@@ -920,12 +921,12 @@ bool operator==(const policy_config& x, const policy_config& y) {
 }
 
 bool operator==(const runtime_config& x, const runtime_config& y) {
-  return std::tie(x.kind, x.turn_ms, x.turns, x.fail_rate, x.fail_class,
-                  x.reply, x.seed, x.family, x.command, x.prompt_via,
-                  x.max_output_bytes, x.kill_grace_ms)
-         == std::tie(y.kind, y.turn_ms, y.turns, y.fail_rate, y.fail_class,
-                     y.reply, y.seed, y.family, y.command, y.prompt_via,
-                     y.max_output_bytes, y.kill_grace_ms);
+  return std::tie(x.kind, x.turn_ms, x.turns, x.fail_rate, x.fail_attempts,
+                  x.fail_class, x.reply, x.seed, x.family, x.command,
+                  x.prompt_via, x.max_output_bytes, x.kill_grace_ms)
+         == std::tie(y.kind, y.turn_ms, y.turns, y.fail_rate, y.fail_attempts,
+                     y.fail_class, y.reply, y.seed, y.family, y.command,
+                     y.prompt_via, y.max_output_bytes, y.kill_grace_ms);
 }
 
 bool operator==(const schedule_config& x, const schedule_config& y) {
@@ -1484,6 +1485,7 @@ std::string to_toml(const node_settings& s) {
         << "turn_ms = " << rt.turn_ms << '\n'
         << "turns = " << rt.turns << '\n'
         << "fail_rate = " << format_double(rt.fail_rate) << '\n'
+        << "fail_attempts = " << rt.fail_attempts << '\n'
         << "fail_class = " << quote(rt.fail_class) << '\n'
         << "reply = " << quote(rt.reply) << '\n'
         << "seed = " << rt.seed << '\n'

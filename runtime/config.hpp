@@ -172,6 +172,10 @@ struct runtime_config {
   uint32_t turns = 1;
   /// Fraction of sessions that fail. Default 0.0, range 0.0..1.0.
   double fail_rate = 0.0;
+  /// The first N dispatch attempts of every subrequest fail (the attempt
+  /// is read from the route.v1 segment id), whatever fail_rate says: for
+  /// testing retries, dead letters and circuits. Default 0, range 0..1000.
+  uint32_t fail_attempts = 0;
   /// Error class of injected failures: one of the taxonomy classes
   /// classification_error, validation_error, routing_error, target_unavailable,
   /// timeout, overload_rejected, internal_error. Default "timeout".

@@ -66,11 +66,12 @@ double draw(uint64_t seed, std::string_view work_id) {
 
 scripted_script make_script(const runtime_config& cfg, std::string_view butler,
                             std::string_view work_id, std::string_view prompt,
-                            std::string_view request_id) {
+                            std::string_view request_id, uint32_t attempt) {
   scripted_script s;
   s.turn = std::chrono::milliseconds{cfg.turn_ms};
   s.turns = std::max<uint32_t>(1, cfg.turns);
-  s.fail = cfg.fail_rate > 0 && draw(cfg.seed, work_id) < cfg.fail_rate;
+  s.fail = attempt <= cfg.fail_attempts
+           || (cfg.fail_rate > 0 && draw(cfg.seed, work_id) < cfg.fail_rate);
   s.fail_class = cfg.fail_class;
   s.reply = render_reply(cfg.reply, butler, prompt, request_id, s.turns);
   return s;

@@ -37,9 +37,11 @@ struct scripted_script {
 /// Draws the script of the session for `work_id`. With a non-zero
 /// `cfg.seed` the failure draw is a pure function of (seed, work_id), so a
 /// test or benchmark run is reproducible and a retried item draws again
-/// only if its id changes.
+/// only if its id changes. `attempt` (of the subrequest) fails outright
+/// while it is at most `cfg.fail_attempts`. `attempt` (of the subrequest) fails
+/// outright while it is at most `cfg.fail_attempts`.
 scripted_script make_script(const runtime_config& cfg, std::string_view butler,
                             std::string_view work_id, std::string_view prompt,
-                            std::string_view request_id);
+                            std::string_view request_id, uint32_t attempt = 1);
 
 } // namespace butlers
