@@ -62,6 +62,18 @@ work_op op_for(work_op_kind kind, const work_item& item, uint32_t lease_s) {
 
 void pump(butler_ptr self);
 
+/// An error response carrying the lineage of `held` (request, subrequest,
+/// segment, work item), so its dispatcher can match it.
+route_response error_for(const held_item& held, std::string cls,
+                         std::string message, bool retryable = false) {
+  auto r = make_error_response(held.env.request_id, std::move(cls),
+                               std::move(message), retryable);
+  r.subrequest_id = held.env.subrequest_id;
+  r.segment_id = held.env.segment_id;
+  r.work_id = held.item.work_id;
+  return r;
+}
+
 /// Writes the terminal result (fenced), tells the listener, frees the
 /// bookkeeping slot.
 void write_outcome(butler_ptr self, session_outcome out) {
@@ -101,6 +113,12 @@ void write_outcome(butler_ptr self, session_outcome out) {
           for (auto& hdl : w->second)
             caf::anon_send(hdl, done_atom_v, out.response);
           st.waiters.erase(w);
+        } else if (st.session.runtime.kind != "delivery") {
+          // Recovered here after its holder died: whoever dispatched it is
+          // not known, so tell this node's switchboard (it ignores requests
+          // it does not track).
+          if (auto sb = st.ctx->switchboard())
+            caf::anon_send(sb, done_atom_v, out.response);
         }
       },
       [self, out](const caf::error& err) {
@@ -170,12 +188,9 @@ void pump(butler_ptr self) {
       out.work_id = held.item.work_id;
       out.lease_token = held.item.lease_token;
       out.state = "error";
-      out.response = make_error_response(held.env.request_id, "internal_error",
-                                         "abandoned after "
-                                           + std::to_string(max_attempts)
-                                           + " sessions that never finished",
-                                         false);
-      out.response.work_id = held.item.work_id;
+      out.response = error_for(held, "internal_error",
+                               "abandoned after " + std::to_string(max_attempts)
+                                 + " sessions that never finished");
       write_outcome(self, std::move(out));
       continue;
     }
@@ -441,6 +456,7 @@ void tick(butler_ptr self) {
           auto& st = self->state;
           ++st.status.fenced;
           st.fenced->inc();
+          st.waiters.erase(item.work_id);
           auto& q = st.pending;
           q.erase(std::remove_if(q.begin(), q.end(),
                                  [&](const held_item& h) {
@@ -472,6 +488,8 @@ void tick(butler_ptr self) {
       .then(
         [self](work_result& r) {
           auto& st = self->state;
+          if (!r.ok)
+            return; // the statement failed: try again next tick
           st.recovered_own = true;
           for (auto& item : r.items) {
             route_envelope env;
@@ -485,6 +503,9 @@ void tick(butler_ptr self) {
               out.response = make_error_response(item.request_id,
                                                  bad->error_class, bad->message,
                                                  false);
+              out.response.work_id = item.work_id;
+              out.response.subrequest_id = item.subrequest_id;
+              out.response.segment_id = item.segment_id;
               write_outcome(self, std::move(out));
               continue;
             }
@@ -668,9 +689,7 @@ butler_actor::behavior_type butler(
       out.work_id = j->item.work_id;
       out.lease_token = j->item.lease_token;
       out.state = "cancelled";
-      out.response = make_error_response(j->env.request_id, "internal_error",
-                                         "cancelled", false);
-      out.response.work_id = work_id;
+      out.response = error_for(*j, "internal_error", "cancelled");
       q.erase(j);
       write_outcome(self, std::move(out));
       update_gauges(self);

@@ -355,9 +355,14 @@ void finish(switchboard_ptr self, const std::string& id) {
   completion done{ref, rq.token, v.state, v.error_class, v.error_message};
   auto reply = v.state == "errored" ? error_reply(rq, v) : std::string{};
   auto ctx = rq.record.context;
+  // Keys the error reply per round: a replayed request that fails again
+  // tells the user again.
+  uint32_t attempts = 0;
+  for (auto& x : rq.fo.segments)
+    attempts += x.attempts;
   self->request(st.writer, call_timeout, complete_atom_v, std::move(done))
     .then(
-      [self, id, v, reply, ctx](bool applied) {
+      [self, id, v, reply, ctx, attempts](bool applied) {
         auto& st = self->state;
         st.requests.erase(id);
         st.in_progress->set(static_cast<int64_t>(st.requests.size()));
@@ -376,7 +381,8 @@ void finish(switchboard_ptr self, const std::string& id) {
           env.source_thread_identity = ctx.source_thread_identity;
           hand_to_messenger(self,
                             make_notify_json(env, "switchboard", reply,
-                                             "error:" + ctx.request_id),
+                                             "error:" + ctx.request_id + ":"
+                                               + std::to_string(attempts)),
                             [id](const route_response& r) {
                               if (r.status == "error")
                                 spdlog::warn("request {}: error reply not "
@@ -457,9 +463,20 @@ void start_fanout(switchboard_ptr self, inbox_ref ref, claim_result claim,
     return;
   }
   // Wall-clock budget (§15.7), counted from receipt.
-  auto deadline_us = rq.record.context.received_at_us
-                     + int64_t{rq.wall_clock_s} * 1000000;
+  int64_t deadline_us = rq.record.context.received_at_us
+                        + int64_t{rq.wall_clock_s} * 1000000;
+  // Processed again (a replay, or after a crash): the budget counts from
+  // now, or a replay of an old request could never run.
+  bool again = std::any_of(rq.fo.segments.begin(), rq.fo.segments.end(),
+                           [](const fanout_segment& x) {
+                             return x.attempts > 0;
+                           });
+  if (again)
+    deadline_us = now_us() + int64_t{rq.wall_clock_s} * 1000000;
   auto left = std::max<int64_t>(0, deadline_us - now_us());
+  // Claimed again while still tracked here (our lease lapsed, the cold path
+  // gave the row back to us): the new claim replaces the stale entry.
+  st.requests.erase(id);
   st.requests.emplace(id, std::move(rq));
   st.in_progress->set(static_cast<int64_t>(st.requests.size()));
   self->delayed_send(self, std::chrono::microseconds{left}, expire_atom_v, id,
@@ -485,6 +502,10 @@ void plan_ready(switchboard_ptr self, inbox_ref ref, claim_result claim,
     spdlog::info("request {}: routed to general ({})", ref.request_id,
                  plan.fallback_reason);
   }
+  // Segment ids are ours: a CLI router's own ids could collide with the
+  // attempt suffix (":a2") or leave no room for it within 64 characters.
+  for (size_t i = 0; i < plan.segments.size(); ++i)
+    plan.segments[i].segment_id = "seg-" + std::to_string(i + 1);
   fanout f;
   f.mode = st.cfg.fanout_mode;
   std::string segments = "[";
@@ -629,8 +650,8 @@ void on_outcome(switchboard_ptr self, route_response r) {
   auto [base, attempt] = split_attempt(r.segment_id);
   auto k = rq.fo.find(base);
   if (k < 0) {
-    spdlog::warn("request {}: route_response for unknown segment {}", id,
-                 r.segment_id);
+    spdlog::debug("request {}: route_response for segment {} is not ours", id,
+                  r.segment_id);
     return;
   }
   auto i = static_cast<size_t>(k);
@@ -748,10 +769,10 @@ void renew_leases(switchboard_ptr self) {
           auto it = st.requests.find(rid);
           if (it == st.requests.end() || it->second.finishing)
             return;
+          // Its subrequests keep running: whoever holds the request now
+          // re-sends the same attempts and takes their outcomes (an
+          // operator's cancel stops them itself).
           spdlog::info("request {}: lease gone, no longer tracked here", rid);
-          for (auto& s : it->second.fo.segments)
-            if (s.state == "dispatched")
-              cancel_work(self, s.butler, s.work_id);
           st.requests.erase(it);
           st.in_progress->set(static_cast<int64_t>(st.requests.size()));
           pump(self);

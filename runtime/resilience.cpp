@@ -25,11 +25,13 @@ bool circuit_breaker::allow(clock::time_point now) {
         return false;
       move(state::half_open);
       probe_out_ = true;
+      probe_sent_ = now;
       return true;
     case state::half_open:
-      if (probe_out_)
+      if (probe_out_ && now - probe_sent_ < pause_)
         return false;
       probe_out_ = true;
+      probe_sent_ = now;
       return true;
   }
   return false;

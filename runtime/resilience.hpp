@@ -31,7 +31,8 @@ class circuit_breaker {
 
   /// Whether a call may go out now. An open circuit turns half-open once
   /// its pause has passed and then lets exactly one probe through until
-  /// that probe reports.
+  /// that probe reports — or, if its outcome never comes (its request was
+  /// abandoned), until another pause has passed.
   bool allow(clock::time_point now);
 
   /// The outcome of a call that went out. Failures are only those that say
@@ -55,6 +56,7 @@ class circuit_breaker {
   uint32_t failures_ = 0;
   clock::time_point opened_at_{};
   bool probe_out_ = false;
+  clock::time_point probe_sent_{};
   bool changed_ = false;
   state from_ = state::closed;
 };

@@ -58,5 +58,17 @@ TEST(CircuitBreaker, OpensAfterConsecutiveFailuresAndProbesWhenHalfOpen) {
   EXPECT_TRUE(cb.allow(t + 2101ms));
 }
 
+TEST(CircuitBreaker, AProbeWhoseOutcomeNeverComesDoesNotBlockForever) {
+  circuit_breaker cb{1, 1000ms};
+  auto t = circuit_breaker::clock::now();
+  cb.on_failure(t);
+  EXPECT_TRUE(cb.allow(t + 1000ms)) << "the probe";
+  // Its request was abandoned: no on_success / on_failure arrives.
+  EXPECT_FALSE(cb.allow(t + 1500ms));
+  EXPECT_TRUE(cb.allow(t + 2000ms)) << "another probe after a pause";
+  cb.on_success();
+  EXPECT_EQ(cb.current(), circuit_breaker::state::closed);
+}
+
 } // namespace
 } // namespace butlers
