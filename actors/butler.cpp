@@ -93,6 +93,7 @@ void write_outcome(butler_ptr self, session_outcome out) {
       [self, out](const work_result& r) {
         auto& st = self->state;
         --st.finishing;
+        st.finishing_items.erase(out.work_id);
         if (!r.ok) {
           // Someone else holds the lease now: our result is void.
           st.waiters.erase(out.work_id);
@@ -125,6 +126,7 @@ void write_outcome(butler_ptr self, session_outcome out) {
         // Still open in the database: the lease expires and recovery runs
         // the item again (at-least-once).
         --self->state.finishing;
+        self->state.finishing_items.erase(out.work_id);
         spdlog::warn("butler {}: work {} result not written: {}",
                      self->state.params.cfg.name, out.work_id,
                      self->system().render(err));
@@ -230,6 +232,7 @@ void on_done(butler_ptr self, session_outcome& out) {
   auto held = std::move(i->second.held);
   st.session_duration->observe(ms_since(i->second.started));
   st.running.erase(i);
+  st.finishing_items.emplace(out.work_id, out.lease_token);
   if (out.state == "ok" && !out.reply.empty())
     notify_then_write(self, std::move(out), held.env);
   else
@@ -444,6 +447,13 @@ void tick(butler_ptr self) {
     held.push_back(h.item);
   for (auto& [id, r] : st.running)
     held.push_back(r.held.item);
+  for (auto& [id, token] : st.finishing_items) {
+    work_item item;
+    item.work_id = id;
+    item.butler = cfg.name;
+    item.lease_token = token;
+    held.push_back(std::move(item));
+  }
   for (auto& item : held) {
     self
       ->request(st.writer, writer_timeout, work_atom_v,
@@ -452,8 +462,17 @@ void tick(butler_ptr self) {
         [self, item](const work_result& r) {
           if (r.ok)
             return;
-          // Lost to another holder: stop working on it.
           auto& st = self->state;
+          auto still_held = st.running.count(item.work_id) > 0
+                            || st.finishing_items.count(item.work_id) > 0
+                            || std::any_of(st.pending.begin(), st.pending.end(),
+                                           [&](const held_item& h) {
+                                             return h.item.work_id
+                                                    == item.work_id;
+                                           });
+          if (!still_held)
+            return; // finished meanwhile: its result is written
+          // Lost to another holder: stop working on it.
           ++st.status.fenced;
           st.fenced->inc();
           st.waiters.erase(item.work_id);

@@ -72,6 +72,10 @@ struct butler_state {
   uint64_t ticks = 0;
   /// Finished sessions whose result is being written (fenced).
   uint32_t finishing = 0;
+  /// Items whose session ended and whose reply and result are on their way
+  /// out, with their lease tokens: still renewed until the result is
+  /// written.
+  std::unordered_map<std::string, int64_t> finishing_items;
   /// Holder name in leases: "NODE/INCARNATION", new at every spawn.
   std::string owner;
   /// The first recovery also takes the leases earlier incarnations on this
