@@ -68,7 +68,7 @@ void start_group(supervisor_ptr self) {
                                                         s.switchboard,
                                                         st.switchboard, st.ctx);
   st.ctx->set_switchboard(caf::actor_cast<caf::actor>(st.switchboard));
-  st.registry = self->spawn<caf::linked>(registry);
+  st.registry = self->spawn<caf::linked>(registry, s.node.name);
   for (auto& cfg : hosted_butlers(s)) {
     butler_params params;
     params.adapters = s.messenger.adapters;

@@ -199,7 +199,7 @@ struct cli_fixture : ::testing::Test {
     sb = sys.spawn(switchboard, switchboard_config{}, routing_settings{},
                    writer, ctx);
     ctx->set_switchboard(caf::actor_cast<caf::actor>(sb));
-    reg = sys.spawn(registry);
+    reg = sys.spawn(registry, std::string{"cli-test"});
     ctx->set_registry(caf::actor_cast<caf::actor>(reg));
     messenger_config mc;
     delivery_adapter_config outbox;
