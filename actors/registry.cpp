@@ -5,7 +5,8 @@
 namespace butlers {
 
 registry_actor::behavior_type registry(
-  registry_actor::stateful_pointer<registry_state> self) {
+  registry_actor::stateful_pointer<registry_state> self, std::string node) {
+  self->state.node = std::move(node);
   return {
     [self](lookup_atom, const std::string& name) -> caf::result<caf::actor> {
       auto& bs = self->state.butlers;

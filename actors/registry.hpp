@@ -18,10 +18,14 @@ struct registry_state {
   };
   /// By butler name.
   std::map<std::string, slot> butlers;
+  /// The node this registry belongs to.
+  std::string node;
 };
 
-/// The butler registry (see `registry_actor`).
+/// The butler registry (see `registry_actor`) of node `node`. (It takes an
+/// argument on purpose: CAF 0.17.6 dereferences a null argument tuple when
+/// a function actor is spawned without any.)
 registry_actor::behavior_type registry(
-  registry_actor::stateful_pointer<registry_state> self);
+  registry_actor::stateful_pointer<registry_state> self, std::string node);
 
 } // namespace butlers
