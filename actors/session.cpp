@@ -143,11 +143,15 @@ void start_cli(session_ptr self) {
   auto max_output = rt.max_output_bytes;
   auto me = caf::actor_cast<session_actor>(self);
   // wait() blocks: it runs on a thread of its own, never on the scheduler.
+  // Everything travels as spawn arguments: CAF 0.17.6 dereferences a null
+  // argument tuple when a function actor is spawned without arguments.
   self->spawn<caf::detached>(
-    [proc, family, max_output, me](caf::blocking_actor*) {
+    [](caf::blocking_actor*, std::shared_ptr<subprocess> proc,
+       cli_family family, uint64_t max_output, session_actor me) {
       auto r = proc->wait();
       caf::anon_send(me, done_atom_v, to_adapter_result(family, r, max_output));
-    });
+    },
+    proc, family, max_output, me);
 }
 
 // -- delivery (the messenger)
@@ -240,10 +244,13 @@ void start_delivery(session_ptr self) {
   auto notify = st.env.notify_request;
   auto me = caf::actor_cast<session_actor>(self);
   self->spawn<caf::detached>(
-    [adapters, notify, stop, me](caf::blocking_actor*) {
+    [](caf::blocking_actor*, std::vector<delivery_adapter_config> adapters,
+       std::string notify, std::shared_ptr<std::atomic<bool>> stop,
+       session_actor me) {
       caf::anon_send(me, done_atom_v,
                      deliver_notify(adapters, notify, stop.get()));
-    });
+    },
+    std::move(adapters), std::move(notify), stop, me);
 }
 
 } // namespace
