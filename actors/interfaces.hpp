@@ -74,7 +74,10 @@ using db_reader_actor = caf::typed_actor<
 /// The ingest boundary: admission (`switchboard.max_in_flight`), durable
 /// append through the writer, then the hot path: a bounded queue of
 /// `switchboard.queue_capacity` drained by `switchboard.workers` concurrent
-/// workers, each of which claims its row before any work.
+/// workers (the classification pool), each of which claims its row before
+/// any work, plans it (router, policy), and sends its subrequests out under
+/// the plan's fanout mode; outcomes come back as `done_atom`, and every
+/// request ends parsed or errored (see actors/routing.cpp).
 using switchboard_actor = caf::typed_actor<
   /// Accepts a validated request; replies once it is durable.
   caf::replies_to<ingest_atom, inbox_record>::with<append_result>,
