@@ -272,11 +272,7 @@ void watch(butler_ptr self, const std::string& work_id, const work_result& r,
     }
     return;
   }
-  auto held = st.running.count(work_id) > 0
-              || std::any_of(st.pending.begin(), st.pending.end(),
-                             [&](const held_item& h) {
-                               return h.item.work_id == work_id;
-                             });
+  auto held = st.holds(work_id);
   st.waiters[work_id].push_back(hdl);
   // Held by a holder that may be gone: this butler may recover it within a
   // few lease periods; if not, the dispatcher's route timeout retries.
@@ -428,12 +424,7 @@ void tick(butler_ptr self) {
   auto& cfg = st.params.cfg;
   ++st.ticks;
   for (auto i = st.foreign_waiters.begin(); i != st.foreign_waiters.end();) {
-    auto held = st.running.count(i->first) > 0
-                || std::any_of(st.pending.begin(), st.pending.end(),
-                               [&](const held_item& h) {
-                                 return h.item.work_id == i->first;
-                               });
-    if (held) {
+    if (st.holds(i->first)) {
       i = st.foreign_waiters.erase(i);
     } else if (st.ticks - i->second > 6) {
       st.waiters.erase(i->first);
@@ -463,13 +454,8 @@ void tick(butler_ptr self) {
           if (r.ok)
             return;
           auto& st = self->state;
-          auto still_held = st.running.count(item.work_id) > 0
-                            || st.finishing_items.count(item.work_id) > 0
-                            || std::any_of(st.pending.begin(), st.pending.end(),
-                                           [&](const held_item& h) {
-                                             return h.item.work_id
-                                                    == item.work_id;
-                                           });
+          auto still_held = st.holds(item.work_id)
+                            || st.finishing_items.count(item.work_id) > 0;
           if (!still_held)
             return; // finished meanwhile: its result is written
           // Lost to another holder: stop working on it.

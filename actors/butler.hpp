@@ -96,6 +96,16 @@ struct butler_state {
   counter* fenced = nullptr;
   counter* recovered = nullptr;
 
+  /// The item is pending or running here.
+  bool holds(const std::string& work_id) const {
+    if (running.count(work_id) > 0)
+      return true;
+    for (auto& h : pending)
+      if (h.item.work_id == work_id)
+        return true;
+    return false;
+  }
+
   uint32_t active() const {
     return static_cast<uint32_t>(running.size());
   }

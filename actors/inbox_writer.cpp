@@ -88,25 +88,18 @@ void dispatch(writer_ptr self) {
     write_batch batch;
     batch_waiters waiters;
     size_t room = st.cfg.max_batch;
-    auto n = std::min(room, st.pending.appends.size());
-    take(st.pending.appends, batch.appends, n);
-    take(st.pending_waiters.appends, waiters.appends, n);
-    room -= n;
-    n = std::min(room, st.pending.claims.size());
-    take(st.pending.claims, batch.claims, n);
-    take(st.pending_waiters.claims, waiters.claims, n);
-    room -= n;
-    n = std::min(room, st.pending.completions.size());
-    take(st.pending.completions, batch.completions, n);
-    take(st.pending_waiters.completions, waiters.completions, n);
-    room -= n;
-    n = std::min(room, st.pending.work.size());
-    take(st.pending.work, batch.work, n);
-    take(st.pending_waiters.work, waiters.work, n);
-    room -= n;
-    n = std::min(room, st.pending.named.size());
-    take(st.pending.named, batch.named, n);
-    take(st.pending_waiters.named, waiters.named, n);
+    // Moves up to `room` elements of one kind, with their waiters.
+    auto move_kind = [&](auto items, auto waiting) {
+      auto n = std::min(room, (st.pending.*items).size());
+      take(st.pending.*items, batch.*items, n);
+      take(st.pending_waiters.*waiting, waiters.*waiting, n);
+      room -= n;
+    };
+    move_kind(&write_batch::appends, &batch_waiters::appends);
+    move_kind(&write_batch::claims, &batch_waiters::claims);
+    move_kind(&write_batch::completions, &batch_waiters::completions);
+    move_kind(&write_batch::work, &batch_waiters::work);
+    move_kind(&write_batch::named, &batch_waiters::named);
     st.busy[idx] = true;
     auto size = batch.size();
     auto appends = batch.appends.size();

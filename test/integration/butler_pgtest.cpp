@@ -32,23 +32,13 @@
 #include "test/support/http_client.hpp"
 #include "test/support/node_process.hpp"
 #include "test/support/pg.hpp"
+#include "test/support/poll.hpp"
 
 namespace butlers::test {
 namespace {
 
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
-
-template<class Pred>
-bool eventually(Pred pred, std::chrono::milliseconds timeout) {
-  auto deadline = clock_type::now() + timeout;
-  while (!pred()) {
-    if (clock_type::now() >= deadline)
-      return false;
-    std::this_thread::sleep_for(20ms);
-  }
-  return true;
-}
 
 std::string route_json(const std::string& butler, const std::string& prompt,
                        std::string request_id = {}) {
@@ -71,27 +61,6 @@ std::string json_field(const std::string& body, const std::string& key) {
     return {};
   pos += key.size() + 4;
   return body.substr(pos, body.find('"', pos) - pos);
-}
-
-/// A pid is gone once it does not exist or is a zombie nobody reaped yet.
-bool gone(pid_t pid) {
-  if (::kill(pid, 0) != 0)
-    return errno == ESRCH;
-  std::ifstream stat{"/proc/" + std::to_string(pid) + "/stat"};
-  std::string line;
-  std::getline(stat, line);
-  auto close = line.rfind(')');
-  return close != std::string::npos && close + 2 < line.size()
-         && line[close + 2] == 'Z';
-}
-
-std::vector<pid_t> read_pids(const std::string& path) {
-  std::vector<pid_t> out;
-  std::ifstream in{path};
-  pid_t pid;
-  while (in >> pid)
-    out.push_back(pid);
-  return out;
 }
 
 // -- the route inbox's fencing, at the SQL level --------------------------

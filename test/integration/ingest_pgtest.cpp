@@ -18,6 +18,7 @@
 #include "test/support/http_client.hpp"
 #include "test/support/node_process.hpp"
 #include "test/support/pg.hpp"
+#include "test/support/poll.hpp"
 
 namespace butlers::test {
 namespace {
@@ -52,20 +53,6 @@ std::string request_id_of(const http_response& r) {
   if (pos == std::string::npos)
     return {};
   return r.body.substr(pos + 14, 36);
-}
-
-/// Waits until `pred()` holds, checking every 20 ms, at most `timeout`.
-/// Everything awaited here is a state the node reaches asynchronously
-/// (a commit, a sweep), observed through its real surfaces.
-template<class Pred>
-bool eventually(Pred pred, std::chrono::milliseconds timeout) {
-  auto deadline = clock_type::now() + timeout;
-  while (!pred()) {
-    if (clock_type::now() >= deadline)
-      return false;
-    std::this_thread::sleep_for(20ms);
-  }
-  return true;
 }
 
 /// Starts `n` threads that each run `f(i)` at the same moment.

@@ -20,23 +20,13 @@
 #include "test/support/http_client.hpp"
 #include "test/support/node_process.hpp"
 #include "test/support/pg.hpp"
+#include "test/support/poll.hpp"
 
 namespace butlers::test {
 namespace {
 
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
-
-template<class Pred>
-bool eventually(Pred pred, std::chrono::milliseconds timeout) {
-  auto deadline = clock_type::now() + timeout;
-  while (!pred()) {
-    if (clock_type::now() >= deadline)
-      return false;
-    std::this_thread::sleep_for(20ms);
-  }
-  return true;
-}
 
 std::string ingest_body(const std::string& key, const std::string& text) {
   return R"({"schema_version":"ingest.v1",)"

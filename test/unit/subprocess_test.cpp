@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/subprocess.hpp"
+#include "test/support/poll.hpp"
 
 using namespace std::chrono_literals;
 using butlers::subprocess;
@@ -25,6 +26,10 @@ using butlers::subprocess_result;
 using std::chrono::milliseconds;
 
 namespace {
+
+using butlers::test::eventually;
+using butlers::test::gone;
+using butlers::test::read_pids;
 
 const std::string fakes_dir = BUTLERS_SOURCE_DIR "/test/fakes";
 
@@ -44,58 +49,26 @@ subprocess_result run(subprocess_options opts) {
   return proc.wait();
 }
 
-/// Whether `pid` has ended: no such process, or a zombie that nobody reaps
-/// (PID 1 of a container may not reap the orphans we kill).
-bool gone(pid_t pid) {
-  if (::kill(pid, 0) != 0 && errno == ESRCH)
-    return true;
-  std::ifstream in{"/proc/" + std::to_string(pid) + "/stat"};
-  std::string line;
-  if (!std::getline(in, line))
-    return true;
-  auto paren = line.rfind(')');
-  return paren != std::string::npos && paren + 2 < line.size()
-         && line[paren + 2] == 'Z';
-}
-
-/// Polls `pred` until it holds or `limit` has passed.
-template<class Pred>
-bool eventually(Pred pred, milliseconds limit = 5s) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  for (;;) {
-    if (pred())
-      return true;
-    if (std::chrono::steady_clock::now() >= deadline)
-      return false;
-    std::this_thread::sleep_for(5ms);
-  }
-}
-
-std::vector<pid_t> read_pids(const std::string& path) {
-  std::vector<pid_t> pids;
-  std::ifstream in{path};
-  long pid = 0;
-  while (in >> pid)
-    pids.push_back(static_cast<pid_t>(pid));
-  return pids;
-}
-
 /// Waits until a fake has written its own and its child's pid.
 std::vector<pid_t> await_pids(const std::string& path) {
   std::vector<pid_t> pids;
-  eventually([&] {
-    pids = read_pids(path);
-    return pids.size() == 2;
-  });
+  eventually(
+    [&] {
+      pids = read_pids(path);
+      return pids.size() == 2;
+    },
+    5s, 5ms);
   return pids;
 }
 
 void expect_all_gone(const std::vector<pid_t>& pids) {
   ASSERT_EQ(pids.size(), 2u) << "the fake never wrote its pidfile";
   for (auto pid : pids)
-    EXPECT_TRUE(eventually([pid] {
-      return gone(pid);
-    }))
+    EXPECT_TRUE(eventually(
+      [pid] {
+        return gone(pid);
+      },
+      5s, 5ms))
       << "pid " << pid;
 }
 
