@@ -1,15 +1,20 @@
 #include "actors/http_server.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
+#include <caf/send.hpp>
 #include <restinio/all.hpp>
 #include <spdlog/spdlog.h>
 
@@ -241,8 +246,8 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
   }
 
   /// POST /v1/ingest: validate here, on the HTTP thread, then hand the
-  /// record to the switchboard through a short-lived bridge actor whose
-  /// reply completes the response; no thread waits for the commit.
+  /// record to the switchboard through the ingest bridge actor, whose reply
+  /// completes the response; no thread waits for the commit.
   void ingest(const request_handle& req) {
     auto started = std::chrono::steady_clock::now();
     if (ctx->status.draining) {
@@ -289,51 +294,174 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
       return;
     }
     enter();
-    auto timeout = std::chrono::milliseconds{settings.http.request_timeout_ms};
+    if (track_ingest(req, started, std::move(*parsed.record)))
+      asio::post(ioctx, [self_ptr = shared_from_this()] {
+        self_ptr->flush_ingests();
+      });
+  }
+
+  // -- ingest requests awaiting their commit ----------------------------------
+  //
+  // One long-lived bridge actor carries every ingest to the switchboard and
+  // back, instead of an actor spawned per request, and no request to the
+  // switchboard carries a CAF timeout: each one would wake CAF's clock
+  // thread twice. The deadline (`http.request_timeout_ms`, then 504) is
+  // kept here instead: requests are tracked in arrival order, so the
+  // bridge's periodic sweep only looks at the front of a queue. Whichever
+  // comes first, the commit's answer or the deadline, takes the request out
+  // of `ingest_pending` and answers it; the other finds it gone.
+
+  struct pending_ingest {
+    request_handle req;
+    std::chrono::steady_clock::time_point started;
+  };
+
+  std::mutex ingest_mtx;
+  uint64_t ingest_next_token = 0;
+  std::unordered_map<uint64_t, pending_ingest> ingest_pending;
+  std::deque<std::pair<std::chrono::steady_clock::time_point, uint64_t>>
+    ingest_deadlines;
+  std::vector<inbox_record> ingest_batch;
+  std::vector<uint64_t> ingest_batch_tokens;
+  bool ingest_flush_posted = false;
+  caf::actor ingest_bridge;
+
+  /// Tracks the request and adds its record to the next batch for the
+  /// bridge. Returns true when the caller must post a flush: the first
+  /// record of a batch does, and the flush runs on this io_context after
+  /// the handlers already due, so one batch carries every request parsed in
+  /// the same round of socket events (one wake-up of a CAF worker for all).
+  bool track_ingest(const request_handle& req,
+                    std::chrono::steady_clock::time_point started,
+                    inbox_record rec) {
+    auto deadline = started
+                    + std::chrono::milliseconds{
+                      settings.http.request_timeout_ms};
+    std::lock_guard<std::mutex> guard{ingest_mtx};
+    auto token = ++ingest_next_token;
+    ingest_pending.emplace(token, pending_ingest{req, started});
+    ingest_deadlines.emplace_back(deadline, token);
+    ingest_batch.push_back(std::move(rec));
+    ingest_batch_tokens.push_back(token);
+    if (ingest_flush_posted)
+      return false;
+    ingest_flush_posted = true;
+    return true;
+  }
+
+  void flush_ingests() {
+    std::vector<inbox_record> batch;
+    std::vector<uint64_t> tokens;
+    {
+      std::lock_guard<std::mutex> guard{ingest_mtx};
+      batch.swap(ingest_batch);
+      tokens.swap(ingest_batch_tokens);
+      ingest_flush_posted = false;
+    }
+    if (!batch.empty())
+      caf::anon_send(ingest_bridge, ingest_atom_v, std::move(batch),
+                     std::move(tokens));
+  }
+
+  std::optional<pending_ingest> untrack_ingest(uint64_t token) {
+    std::lock_guard<std::mutex> guard{ingest_mtx};
+    auto i = ingest_pending.find(token);
+    if (i == ingest_pending.end())
+      return std::nullopt;
+    auto result = std::move(i->second);
+    ingest_pending.erase(i);
+    return result;
+  }
+
+  void ingest_committed(uint64_t token, const append_result& res) {
+    auto p = untrack_ingest(token);
+    if (!p)
+      return; // Answered 504 already; a retry finds the late commit.
+    std::string reply = R"({"request_id":)" + json::quote(res.request_id)
+                        + R"(,"status":)"
+                        + (res.duplicate ? R"("deduped")" : R"("accepted")")
+                        + R"(,"duplicate":)"
+                        + (res.duplicate ? "true" : "false") + "}";
+    // In flight until the bytes are out, so a drain that waits for idle
+    // never closes a connection under a pending reply.
+    observe(p->started);
     auto self_ptr = shared_from_this();
-    // Everything the bridge needs travels as spawn arguments, not lambda
-    // captures: CAF 0.17.6 dereferences a null argument tuple when a
-    // function actor is spawned without arguments (UBSan reports it).
-    sys.spawn(
-      [](caf::event_based_actor* bridge, std::shared_ptr<impl> self_ptr,
-         request_handle req, switchboard_actor sb,
-         std::chrono::milliseconds timeout,
-         std::chrono::steady_clock::time_point started, inbox_record rec) {
-        bridge->request(sb, timeout, ingest_atom_v, std::move(rec))
-          .then(
-            [self_ptr, req, started](const append_result& res) {
-              std::string reply = R"({"request_id":)"
-                                  + json::quote(res.request_id)
-                                  + R"(,"status":)"
-                                  + (res.duplicate ? R"("deduped")"
-                                                   : R"("accepted")")
-                                  + R"(,"duplicate":)"
-                                  + (res.duplicate ? "true" : "false") + "}";
-              // In flight until the bytes are out, so a drain that waits
-              // for idle never closes a connection under a pending reply.
-              self_ptr->observe(started);
-              self_ptr->respond(req, status_line(202), std::move(reply),
-                                json_type, [self_ptr](const auto&) {
-                                  self_ptr->leave();
-                                });
-            },
-            [self_ptr, req, started](const caf::error& err) {
-              auto code = code_of(err);
-              auto msg = message_of(err);
-              if (code == butlers_errc::timeout)
-                msg = "no answer within http.request_timeout_ms; the request "
-                      "may or may not be stored, retry with the same key";
-              if (msg.empty())
-                msg = to_string(code);
-              self_ptr->observe(started);
-              self_ptr->respond_error(req, code, msg, "[]",
-                                      [self_ptr](const auto&) {
-                                        self_ptr->leave();
-                                      });
+    respond(p->req, status_line(202), std::move(reply), json_type,
+            [self_ptr](const auto&) {
+              self_ptr->leave();
             });
+  }
+
+  void ingest_failed(uint64_t token, butlers_errc code, std::string msg) {
+    auto p = untrack_ingest(token);
+    if (!p)
+      return;
+    if (msg.empty())
+      msg = to_string(code);
+    observe(p->started);
+    auto self_ptr = shared_from_this();
+    respond_error(p->req, code, msg, "[]", [self_ptr](const auto&) {
+      self_ptr->leave();
+    });
+  }
+
+  /// Answers 504 for every tracked request past its deadline.
+  void expire_ingests() {
+    auto now = std::chrono::steady_clock::now();
+    std::vector<uint64_t> due;
+    {
+      std::lock_guard<std::mutex> guard{ingest_mtx};
+      while (!ingest_deadlines.empty()
+             && ingest_deadlines.front().first <= now) {
+        due.push_back(ingest_deadlines.front().second);
+        ingest_deadlines.pop_front();
+      }
+    }
+    for (auto token : due)
+      ingest_failed(token, butlers_errc::timeout,
+                    "no answer within http.request_timeout_ms; the request "
+                    "may or may not be stored, retry with the same key");
+  }
+
+  /// How often the bridge looks for requests past their deadline: a tenth
+  /// of the timeout, between 10 ms and 100 ms.
+  std::chrono::milliseconds ingest_sweep_interval() const {
+    auto ms = std::clamp<uint64_t>(settings.http.request_timeout_ms / 10, 10,
+                                   100);
+    return std::chrono::milliseconds{ms};
+  }
+
+  static caf::behavior ingest_bridge_actor(caf::event_based_actor* self,
+                                           std::shared_ptr<impl> srv) {
+    self->delayed_send(self, srv->ingest_sweep_interval(), caf::tick_atom_v);
+    return {
+      [self, srv](ingest_atom, std::vector<inbox_record>& batch,
+                  std::vector<uint64_t>& tokens) {
+        auto sb = caf::actor_cast<switchboard_actor>(srv->ctx->switchboard());
+        for (size_t i = 0; i < batch.size() && i < tokens.size(); ++i) {
+          auto token = tokens[i];
+          if (!sb) {
+            srv->ingest_failed(token, butlers_errc::database_unavailable,
+                               "the switchboard is restarting");
+            continue;
+          }
+          // No CAF timeout: the deadline sweep answers 504 (see above).
+          self->request(sb, caf::infinite, ingest_atom_v, std::move(batch[i]))
+            .then(
+              [srv, token](const append_result& res) {
+                srv->ingest_committed(token, res);
+              },
+              [srv, token](const caf::error& err) {
+                srv->ingest_failed(token, code_of(err), message_of(err));
+              });
+        }
       },
-      std::move(self_ptr), req, std::move(sb), timeout, started,
-      std::move(*parsed.record));
+      [self, srv](caf::tick_atom) {
+        srv->expire_ingests();
+        self->delayed_send(self, srv->ingest_sweep_interval(),
+                           caf::tick_atom_v);
+      },
+    };
   }
 
   /// /v1/butlers...: GET lists the registry; POST {name}/route is
@@ -643,6 +771,7 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
 
   uint16_t start() {
     auto& http = settings.http;
+    ingest_bridge = sys.spawn(ingest_bridge_actor, shared_from_this());
     // Bodies up to twice the limit are read and answered 413 by us; larger
     // ones make restinio drop the connection before buffering them.
     auto body_cap = http.max_body_bytes * 2 + 65536;
@@ -702,6 +831,10 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
         t.join();
     threads.clear();
     server.reset();
+    if (ingest_bridge) {
+      caf::anon_send_exit(ingest_bridge, caf::exit_reason::user_shutdown);
+      ingest_bridge = nullptr;
+    }
   }
 };
 

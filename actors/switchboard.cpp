@@ -226,7 +226,11 @@ switchboard_actor::behavior_type switchboard(switchboard_ptr self,
       auto rp = self->make_response_promise<append_result>();
       inbox_ref ref{rec.context.request_id, rec.context.received_at_us};
       auto key = rec.dedupe_key;
-      self->request(st.writer, writer_timeout, append_atom_v, std::move(rec))
+      // No timeout: the writer answers every append within one flush, or
+      // at once with "unavailable"; if it dies, the supervisor restarts
+      // this actor with it. A CAF timeout here would cost two wake-ups of
+      // CAF's clock thread per request (the HTTP side keeps the deadline).
+      self->request(st.writer, caf::infinite, append_atom_v, std::move(rec))
         .then(
           [self, rp, ref, key](append_result& res) mutable {
             auto& st = self->state;

@@ -70,6 +70,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(butlers, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(butlers, (std::vector<butlers::registry_entry>))
   CAF_ADD_TYPE_ID(butlers, (butlers::named_statement))
   CAF_ADD_TYPE_ID(butlers, (butlers::named_result))
+  CAF_ADD_TYPE_ID(butlers, (std::vector<uint64_t>))
 
 CAF_END_TYPE_ID_BLOCK(butlers)
 
