@@ -3,7 +3,8 @@
 # inserting single rows into the same table of the same throwaway PostgreSQL.
 #
 #   test/bench/run_ingest_bench.sh [--duration S] [--warmup S]
-#                                  [--connections N] [--build-dir DIR]
+#                                  [--connections N] [--policy P]
+#                                  [--build-dir DIR]
 #
 #   setup -> build butlers-node and butlers_ingest_load -> PostgreSQL 15 in a
 #   temporary directory -> a node on a free loopback port -> five load runs
@@ -19,7 +20,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
 
 duration=10
 warmup=2
-connections=64
+connections=512
+policy=sharing
 build_dir="$ROOT/build"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -29,9 +31,11 @@ while [ $# -gt 0 ]; do
     --warmup=*) warmup=${1#--warmup=} ;;
     --connections) connections=${2:?--connections needs a number}; shift ;;
     --connections=*) connections=${1#--connections=} ;;
+    --policy) policy=${2:?--policy needs stealing or sharing}; shift ;;
+    --policy=*) policy=${1#--policy=} ;;
     --build-dir) build_dir=${2:?--build-dir needs a directory}; shift ;;
     --build-dir=*) build_dir=${1#--build-dir=} ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
   shift
@@ -46,6 +50,10 @@ fi
 if [ "$connections" -lt 1 ] || [ "$connections" -gt 1000 ]; then
   die "--connections takes 1..1000"
 fi
+case "$policy" in
+  stealing|sharing) ;;
+  *) die "--policy takes stealing or sharing" ;;
+esac
 
 "$ROOT/scripts/setup.sh"
 
@@ -139,6 +147,7 @@ max_in_flight = 10000
 
 [scheduler]
 threads = 2
+policy = "$policy"
 EOF
 "$node_bin" check-config "$work/node.toml" >/dev/null ||
   die "the generated node configuration is invalid"
@@ -307,7 +316,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'
 round() { awk -v a="$1" 'BEGIN { printf "%.0f", a }'; }
 
 echo
-echo "Ingest benchmark: $duration s per run after $warmup s warm-up, $connections connections, $(nproc) cores"
+echo "Ingest benchmark: $duration s per run after $warmup s warm-up, $connections connections, scheduler policy $policy, $(nproc) cores"
 echo
 echo "| run | offered/s | accepted/s | p50 ms | p99 ms | 429 | 503 |"
 echo "|---|---|---|---|---|---|---|"
