@@ -15,21 +15,59 @@ namespace {
 
 using writer_ptr = inbox_writer_actor::stateful_pointer<inbox_writer_state>;
 
+/// Connections count as up only once connection 0 has been up: it creates
+/// the inbox's partitions when it connects, and the others may connect
+/// sooner; nothing may be written before the partitions exist.
 bool any_up(writer_ptr self) {
-  auto& up = self->state.up;
-  return std::find(up.begin(), up.end(), true) != up.end();
+  auto& st = self->state;
+  return st.primed
+         && std::find(st.up.begin(), st.up.end(), true) != st.up.end();
+}
+
+bool usable(writer_ptr self, size_t i) {
+  auto& st = self->state;
+  return st.primed && i < st.up.size() && st.up[i] && !st.busy[i];
 }
 
 /// The index of a connection that is up and idle, or -1.
 int idle_connection(writer_ptr self) {
   auto& st = self->state;
   for (size_t i = 0; i < st.connections.size(); ++i)
-    if (st.up[i] && !st.busy[i])
+    if (usable(self, i))
       return static_cast<int>(i);
   return -1;
 }
 
-/// Moves up to `n` elements from the front of `from` to `to`.
+/// The connection for the next batch of lifecycle and routing writes, or -1
+/// to wait. Connection 0 is theirs; only while it is down may another take
+/// them. One such batch is in flight at a time, whichever connection
+/// carries it, so they commit in the order they were submitted.
+int ordered_connection(writer_ptr self) {
+  auto& st = self->state;
+  if (st.ordered_in_flight)
+    return -1;
+  if (st.up[0])
+    return usable(self, 0) ? 0 : -1;
+  return idle_connection(self);
+}
+
+/// The connection for the next batch of appends alone, or -1 to wait: with
+/// more than one connection, appends have the others to themselves, so
+/// group commit of new requests never queues behind routing writes.
+int append_connection(writer_ptr self) {
+  auto& st = self->state;
+  bool own_up = false;
+  for (size_t i = 1; i < st.connections.size(); ++i) {
+    if (usable(self, i))
+      return static_cast<int>(i);
+    own_up = own_up || st.up[i];
+  }
+  // All of their own are down (or there is just one connection): share.
+  if (!own_up && usable(self, 0) && !st.ordered_in_flight)
+    return 0;
+  return -1;
+}
+
 template<class T>
 void take(std::vector<T>& from, std::vector<T>& to, size_t n) {
   n = std::min(n, from.size());
@@ -80,72 +118,94 @@ void deliver(batch_waiters& w, const caf::error& err) {
 }
 
 /// Hands pending work to idle connections, one transaction each.
+void send_batch(writer_ptr self, int idx, bool ordered);
+
+/// Hands pending work to free connections: lifecycle and routing writes
+/// (claims, completions, work items, named statements) together with any
+/// appends that fit, on the ordered lane; appends alone on the others.
 void dispatch(writer_ptr self) {
   auto& st = self->state;
   st.flush_scheduled = false;
-  int idx;
-  while (st.pending.size() > 0 && (idx = idle_connection(self)) >= 0) {
-    write_batch batch;
-    batch_waiters waiters;
-    size_t room = st.cfg.max_batch;
-    // Moves up to `room` elements of one kind, with their waiters.
-    auto move_kind = [&](auto items, auto waiting) {
-      auto n = std::min(room, (st.pending.*items).size());
-      take(st.pending.*items, batch.*items, n);
-      take(st.pending_waiters.*waiting, waiters.*waiting, n);
-      room -= n;
-    };
-    move_kind(&write_batch::appends, &batch_waiters::appends);
+  for (;;) {
+    bool has_ordered = !st.pending.claims.empty()
+                       || !st.pending.completions.empty()
+                       || !st.pending.work.empty() || !st.pending.named.empty();
+    int idx;
+    if (has_ordered && (idx = ordered_connection(self)) >= 0)
+      send_batch(self, idx, true);
+    else if (!st.pending.appends.empty()
+             && (idx = append_connection(self)) >= 0)
+      send_batch(self, idx, false);
+    else
+      return;
+  }
+}
+
+void send_batch(writer_ptr self, int idx, bool ordered) {
+  auto& st = self->state;
+  write_batch batch;
+  batch_waiters waiters;
+  size_t room = st.cfg.max_batch;
+  auto move_kind = [&](auto items, auto waiting) {
+    auto n = std::min(room, (st.pending.*items).size());
+    take(st.pending.*items, batch.*items, n);
+    take(st.pending_waiters.*waiting, waiters.*waiting, n);
+    room -= n;
+  };
+  if (ordered) {
     move_kind(&write_batch::claims, &batch_waiters::claims);
     move_kind(&write_batch::completions, &batch_waiters::completions);
     move_kind(&write_batch::work, &batch_waiters::work);
     move_kind(&write_batch::named, &batch_waiters::named);
-    st.busy[idx] = true;
-    auto size = batch.size();
-    auto appends = batch.appends.size();
-    auto claims = batch.claims.size();
-    auto completions = batch.completions.size();
-    auto work = batch.work.size();
-    auto started = std::chrono::steady_clock::now();
-    // No timeout: the connection answers every batch (or dies, which takes
-    // this actor down with it); a timed-out request would hand it a second
-    // batch while it is still blocked in the first.
-    self
-      ->request(st.connections[idx], caf::infinite, write_atom_v,
-                std::move(batch))
-      .then(
-        [self, idx, waiters, size, appends, claims, completions, work,
-         started](write_result& r) mutable {
-          auto& st = self->state;
-          st.busy[idx] = false;
-          st.commits->inc();
-          st.status.commits += 1;
-          st.status.rows += size;
-          st.appended->inc(appends);
-          st.claimed->inc(claims);
-          st.completed->inc(completions);
-          st.worked->inc(work);
-          st.batch_sizes->observe(static_cast<double>(size));
-          using ms = std::chrono::duration<double, std::milli>;
-          st.flush_ms->observe(
-            ms{std::chrono::steady_clock::now() - started}.count());
-          deliver(waiters, r);
-          dispatch(self);
-        },
-        [self, idx, waiters, size](caf::error& err) mutable {
-          auto& st = self->state;
-          st.busy[idx] = false;
-          st.unavailable->inc(size);
-          deliver(waiters, err);
-          dispatch(self);
-        });
   }
+  // Appends ride along on the ordered lane only when they have no lane of
+  // their own (a single connection).
+  if (!ordered || st.connections.size() == 1)
+    move_kind(&write_batch::appends, &batch_waiters::appends);
+  st.busy[idx] = true;
+  if (ordered)
+    st.ordered_in_flight = true;
+  auto size = batch.size();
+  auto appends = batch.appends.size();
+  auto claims = batch.claims.size();
+  auto completions = batch.completions.size();
+  auto work = batch.work.size();
+  auto started = std::chrono::steady_clock::now();
+  self
+    ->request(st.connections[idx], caf::infinite, write_atom_v,
+              std::move(batch))
+    .then(
+      [self, idx, ordered, waiters, size, appends, claims, completions, work,
+       started](write_result& r) mutable {
+        auto& st = self->state;
+        st.busy[idx] = false;
+        if (ordered)
+          st.ordered_in_flight = false;
+        st.commits->inc();
+        st.status.commits += 1;
+        st.status.rows += size;
+        st.appended->inc(appends);
+        st.claimed->inc(claims);
+        st.completed->inc(completions);
+        st.worked->inc(work);
+        st.batch_sizes->observe(static_cast<double>(size));
+        using ms = std::chrono::duration<double, std::milli>;
+        st.flush_ms->observe(
+          ms{std::chrono::steady_clock::now() - started}.count());
+        deliver(waiters, r);
+        dispatch(self);
+      },
+      [self, idx, ordered, waiters, size](caf::error& err) mutable {
+        auto& st = self->state;
+        st.busy[idx] = false;
+        if (ordered)
+          st.ordered_in_flight = false;
+        st.unavailable->inc(size);
+        deliver(waiters, err);
+        dispatch(self);
+      });
 }
 
-/// Queues one write of any kind and returns the promise its caller waits
-/// on; with no connection up, answers "unavailable" at once. Dispatches
-/// once the messages already in the mailbox have joined it (the flush token
-/// goes to the back of the queue), or at once when a full batch waits.
 template<class Reply, class Item, class Waiter>
 caf::result<Reply> submit(writer_ptr self,
                           std::vector<Item> write_batch::*items,
@@ -250,13 +310,16 @@ inbox_writer_actor::behavior_type inbox_writer_with(
       auto& st = self->state;
       if (index >= st.up.size())
         return;
+      bool was_ready = st.ctx->status.database_ready;
       st.up[index] = is_up;
       if (!is_up)
         st.last_error = why;
-      auto n_up = std::count(st.up.begin(), st.up.end(), true);
+      if (index == 0 && is_up)
+        st.primed = true;
+      auto n_up = st.primed ? std::count(st.up.begin(), st.up.end(), true) : 0;
       st.connections_up->set(n_up);
       st.status.connected = n_up > 0;
-      st.status.migrated = st.status.migrated || is_up;
+      st.status.migrated = st.primed;
       st.status.last_error = n_up > 0 ? std::string{} : st.last_error;
       st.ctx->status.database_ready = n_up > 0;
       st.ctx->status.set_database_error(st.status.last_error);
@@ -268,7 +331,7 @@ inbox_writer_actor::behavior_type inbox_writer_with(
         st.pending = write_batch{};
         st.pending_waiters = batch_waiters{};
       } else if (is_up) {
-        if (n_up == 1)
+        if (!was_ready)
           spdlog::info("database ready");
         dispatch(self);
       }

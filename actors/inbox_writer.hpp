@@ -37,6 +37,12 @@ struct inbox_writer_state {
   /// Work waiting for a free connection.
   write_batch pending;
   batch_waiters pending_waiters;
+  /// Connection 0 has been up at least once: it created the inbox's
+  /// partitions when it connected (the others may connect sooner).
+  bool primed = false;
+  /// A batch of lifecycle and routing writes is being written (they go one
+  /// batch at a time, to keep their order).
+  bool ordered_in_flight = false;
   /// A flush_atom is in the mailbox.
   bool flush_scheduled = false;
   /// What status_atom reports.

@@ -33,8 +33,11 @@ struct database_config {
   std::string url;
   /// Reader connections. Default 4, range 1..64.
   uint32_t pool_size = 4;
-  /// Connections of the inbox writer. Default 1, range 1..16.
-  uint32_t writer_connections = 1;
+  /// Connections of the inbox writer. Default 2, range 1..16. With two or
+  /// more, the first carries lifecycle and routing writes (one batch at a
+  /// time, in order) and the others group-commit new requests, so ingest
+  /// never waits behind routing; with one, it carries everything.
+  uint32_t writer_connections = 2;
   /// Most writes per group commit. Default 256, range 1..10000.
   uint32_t max_batch = 256;
   /// Seconds to wait for a connection. Default 5, range 1..300.

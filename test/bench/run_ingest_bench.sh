@@ -127,7 +127,7 @@ name = "bench"
 log_level = "warn"
 
 [database]
-writer_connections = 1
+writer_connections = 2
 max_batch = 512
 
 [http]

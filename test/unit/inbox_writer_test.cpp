@@ -80,23 +80,32 @@ inbox_connection_actor::behavior_type fake_connection(
 struct InboxWriter : test::deterministic_fixture {
   std::shared_ptr<connection_script>
     script = std::make_shared<connection_script>();
+  /// One script per connection beyond the first (connection 0 uses
+  /// `script`), and every connection's handle.
+  std::vector<std::shared_ptr<connection_script>> scripts;
+  std::vector<inbox_connection_actor> connections;
   inbox_writer_actor writer;
   inbox_connection_actor connection;
 
-  void start(uint32_t max_batch = 256) {
+  void start(uint32_t max_batch = 256, uint32_t n = 1) {
     database_config db;
     db.max_batch = max_batch;
-    db.writer_connections = 1;
-    auto s = script;
-    auto* conn = &connection;
+    db.writer_connections = n;
+    scripts.assign(1, script);
+    for (uint32_t i = 1; i < n; ++i)
+      scripts.push_back(std::make_shared<connection_script>());
+    connections.assign(n, inbox_connection_actor{});
+    auto all = scripts;
+    auto* conns = &connections;
     writer = sys.spawn(inbox_writer_with, db, ctx,
-                       connection_factory{[s, conn](auto w, uint32_t i) {
-                         *conn = w->template spawn<
-                           caf::linked>(fake_connection, i, s,
+                       connection_factory{[all, conns](auto w, uint32_t i) {
+                         (*conns)[i] = w->template spawn<
+                           caf::linked>(fake_connection, i, all[i],
                                         caf::actor_cast<inbox_writer_actor>(w));
-                         return *conn;
+                         return (*conns)[i];
                        }});
     sched.run();
+    connection = connections[0];
   }
 
   ~InboxWriter() override {
@@ -111,6 +120,11 @@ struct InboxWriter : test::deterministic_fixture {
     self->send(writer, append_atom_v, std::move(r));
   }
 
+  void claim(int i) {
+    self->send(writer, claim_atom_v,
+               inbox_ref{"id-" + std::to_string(i), int64_t{0}});
+  }
+
   /// Collects the replies now in our mailbox: ids, or error codes.
   std::vector<std::variant<std::string, butlers_errc>> replies() {
     std::vector<std::variant<std::string, butlers_errc>> out;
@@ -119,6 +133,9 @@ struct InboxWriter : test::deterministic_fixture {
       self->receive(
         [&](append_result& r) {
           out.emplace_back(r.request_id);
+        },
+        [&](claim_result&) {
+          out.emplace_back(std::string{"claimed"});
         },
         [&](caf::error& err) {
           out.emplace_back(code_of(err));
@@ -204,6 +221,91 @@ TEST_F(InboxWriter, LosingTheDatabaseFailsEveryWaiterAtOnce) {
   r = replies();
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(std::get<butlers_errc>(r[0]), butlers_errc::database_unavailable);
+}
+
+TEST_F(InboxWriter, AppendsHaveTheirOwnConnectionBesideRoutingWrites) {
+  start(256, 2);
+  auto& ordered = *scripts[0];
+  auto& appends = *scripts[1];
+  for (int i = 0; i < 3; ++i)
+    claim(i);
+  sched.run();
+  ASSERT_EQ(ordered.batch_sizes, std::vector<size_t>{3});
+  // Connection 0 is busy with the claims; new requests do not wait for it.
+  for (int i = 0; i < 4; ++i)
+    append(i);
+  sched.run();
+  ASSERT_EQ(appends.batch_sizes, std::vector<size_t>{4});
+  EXPECT_EQ(ordered.batch_sizes.size(), 1u) << "appends never join claims";
+  self->send(connections[1], connect_atom_v);
+  sched.run();
+  EXPECT_EQ(replies().size(), 4u) << "appends committed, claims still open";
+  self->send(connection, connect_atom_v);
+  sched.run();
+  EXPECT_EQ(replies().size(), 3u);
+}
+
+TEST_F(InboxWriter, RoutingWritesGoOneBatchAtATimeEvenWhenTheirLaneIsDown) {
+  start(256, 2);
+  auto& ordered = *scripts[0];
+  auto& appends = *scripts[1];
+  claim(1);
+  sched.run();
+  ASSERT_EQ(ordered.batch_sizes, std::vector<size_t>{1});
+  claim(2);
+  sched.run();
+  EXPECT_EQ(ordered.batch_sizes.size(), 1u) << "the second waits its turn";
+  EXPECT_TRUE(appends.batch_sizes.empty()) << "and never overtakes on 1";
+  self->send(connection, connect_atom_v);
+  sched.run();
+  ASSERT_EQ(ordered.batch_sizes, (std::vector<size_t>{1, 1}));
+  // Connection 0 breaks (claim 2 fails with it); routing writes move to the
+  // connection that is left, still one batch at a time.
+  self->send(connection, caf::tick_atom_v);
+  sched.run();
+  claim(3);
+  sched.run();
+  ASSERT_EQ(appends.batch_sizes, std::vector<size_t>{1});
+  claim(4);
+  append(5);
+  sched.run();
+  EXPECT_EQ(appends.batch_sizes.size(), 1u)
+    << "one routing batch in flight at a time, and the append waits for "
+       "the only connection up";
+  self->send(connections[1], connect_atom_v);
+  sched.run();
+  ASSERT_EQ(appends.batch_sizes, (std::vector<size_t>{1, 1})) << "claim 4";
+  self->send(connections[1], connect_atom_v);
+  sched.run();
+  ASSERT_EQ(appends.batch_sizes, (std::vector<size_t>{1, 1, 1})) << "append";
+  self->send(connections[1], connect_atom_v);
+  sched.run();
+  auto r = replies();
+  ASSERT_EQ(r.size(), 5u);
+  EXPECT_EQ(std::get<std::string>(r[0]), "claimed");
+  EXPECT_EQ(std::get<butlers_errc>(r[1]), butlers_errc::database_unavailable);
+  EXPECT_EQ(std::get<std::string>(r[2]), "claimed");
+  EXPECT_EQ(std::get<std::string>(r[3]), "claimed");
+  EXPECT_EQ(std::get<std::string>(r[4]), "id-5");
+}
+
+TEST_F(InboxWriter, NothingIsWrittenBeforeConnectionZeroMadeThePartitions) {
+  script->announce_up = false; // connection 0 still connecting
+  start(256, 2);
+  EXPECT_FALSE(ctx->status.database_ready) << "only connection 1 is up";
+  append(1);
+  sched.run();
+  auto r = replies();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(std::get<butlers_errc>(r[0]), butlers_errc::database_unavailable);
+  EXPECT_TRUE(scripts[1]->batch_sizes.empty());
+  // Connection 0 connects (and with it, the partitions exist).
+  self->send(writer, link_atom_v, uint32_t{0}, true, std::string{});
+  sched.run();
+  EXPECT_TRUE(ctx->status.database_ready);
+  append(2);
+  sched.run();
+  EXPECT_EQ(scripts[1]->batch_sizes, std::vector<size_t>{1});
 }
 
 } // namespace
