@@ -358,7 +358,9 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
         [](caf::event_based_actor* bridge, std::shared_ptr<impl> self_ptr,
            request_handle req, registry_actor reg,
            std::chrono::milliseconds timeout) {
-          bridge->request(reg, timeout, list_atom_v)
+          // One entry per (butler, node): with the cluster, each host's
+          // liveness shows (spec 001 §10.7).
+          bridge->request(reg, timeout, hosts_atom_v)
             .then(
               [self_ptr, req](const std::vector<registry_entry>& xs) {
                 std::string out = R"({"butlers":[)";

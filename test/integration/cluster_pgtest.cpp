@@ -1,0 +1,150 @@
+// The cluster end to end (DESIGN.md "Cluster", spec 001 §10.7, spec 002
+// §10): real `butlers-node` processes on loopback sharing the test
+// PostgreSQL, started by the reusable cluster harness. A switchboard node
+// routes to butlers hosted on other nodes; losing a node makes its butlers
+// stale, then quarantined, and holds their circuits open; its leased work
+// is taken over; everything accepted ends once; mutual TLS admits only
+// certificates of the cluster's CA.
+
+#include <signal.h>
+
+#include <chrono>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <pqxx/pqxx>
+#include <rapidjson/document.h>
+
+#include "runtime/json.hpp"
+#include "test/support/cluster_harness.hpp"
+#include "test/support/node_process.hpp"
+#include "test/support/pg.hpp"
+#include "test/support/poll.hpp"
+
+namespace butlers::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string ingest_body(const std::string& key, const std::string& text) {
+  return R"({"schema_version":"ingest.v1",)"
+         R"("source":{"channel":"api","provider":"internal",)"
+         R"("endpoint_identity":"tests"},)"
+         R"("event":{"external_event_id":")"
+         + key
+         + R"(","observed_at":"2026-11-23T12:00:00Z"},)"
+           R"("sender":{"identity":"user-1"},)"
+           R"("payload":{"raw":{},"normalized_text":)"
+         + json::quote(text) + R"(},"control":{"idempotency_key":")" + key
+         + R"("}})";
+}
+
+/// Every node knows every butler; `cluster.butlers` decides who hosts
+/// which. Short leases and route timeouts keep a node loss short.
+std::string common(const std::string& dir, uint32_t turn_ms = 5) {
+  auto butler = [turn_ms](const std::string& name, const std::string& kw) {
+    return "[[butler]]\nname = \"" + name + "\"\nkeywords = [\"" + kw
+           + "\"]\nmax_concurrent_sessions = 4\nmax_pending = 10000\n"
+             "lease_s = 2\n[butler.runtime]\nturn_ms = "
+           + std::to_string(turn_ms) + "\n";
+  };
+  return "[switchboard]\nretry_base_ms = 20\nretry_cap_ms = 200\n"
+         "route_timeout_s = 3\nlease_s = 5\n"
+         "[messenger]\nmax_concurrent_sessions = 8\nmax_pending = 10000\n"
+         "[[messenger.adapter]]\nkind = \"outbox\"\npath = \""
+         + dir + "/outbox.jsonl\"\n" + butler("health", "pill")
+         + butler("finance", "invoice") + butler("calendar", "meeting");
+}
+
+/// Liveness settings for fast tests: a lost peer is noticed within a
+/// second even when frozen, quarantined 1.5 s later.
+const char* fast_liveness = "heartbeat_interval_ms = 200\n"
+                            "connection_timeout_ms = 1000\n"
+                            "quarantine_after_ms = 1500\n"
+                            "reconnect_cap_ms = 500\n";
+
+cluster_node_spec spec(std::string name, bool switchboard,
+                       std::vector<std::string> butlers,
+                       std::vector<std::string> peers) {
+  cluster_node_spec out;
+  out.name = std::move(name);
+  out.switchboard = switchboard;
+  out.butlers = std::move(butlers);
+  out.peers = std::move(peers);
+  out.cluster_extra = fast_liveness;
+  return out;
+}
+
+std::string ingest(http_client& http, const std::string& key,
+                   const std::string& text) {
+  auto r = http.post("/v1/ingest", ingest_body(key, text));
+  if (r.status != 202)
+    return {};
+  rapidjson::Document d;
+  if (json::parse(r.body, d) || !d.IsObject() || !d.HasMember("request_id"))
+    return {};
+  return d["request_id"].GetString();
+}
+
+int count(const std::string& url, const std::string& sql) {
+  pqxx::connection conn{url};
+  pqxx::nontransaction tx{conn};
+  return tx.exec1(sql)[0].as<int>();
+}
+
+TEST(Cluster, RoutesToAButlerOnAnotherNode) {
+  auto url = fresh_database("cluster_route");
+  auto dir = make_temp_dir("cluster-route");
+  cluster_harness h{url, common(dir)};
+  auto sb = h.add(spec("node-s", true, {}, {}));
+  auto a = h.add(spec("node-a", false, {"health"}, {"node-s"}));
+  std::string why;
+  ASSERT_TRUE(h.start_all(&why)) << why;
+  // The switchboard node hosts no health butler of its own: only node-a's.
+  ASSERT_TRUE(eventually(
+    [&] {
+      return h.hosts(sb)[{"health", "node-a"}] == "active";
+    },
+    20s))
+    << h.log(sb) << h.log(a);
+  EXPECT_EQ(h.hosts(sb).count({"health", "node-s"}), 0u);
+  // node-a sees the switchboard node's butlers too (general).
+  ASSERT_TRUE(eventually(
+    [&] {
+      return h.hosts(a)[{"general", "node-s"}] == "active";
+    },
+    20s))
+    << h.log(a);
+  auto id = ingest(h.http(sb), "route-1", "I took my pill at noon");
+  ASSERT_FALSE(id.empty());
+  rapidjson::Document d;
+  ASSERT_TRUE(eventually(
+    [&] {
+      auto r = h.http(sb).get("/v1/requests/" + id);
+      return r.status == 200 && !json::parse(r.body, d)
+             && std::string{d["lifecycle_state"].GetString()} == "parsed";
+    },
+    20s))
+    << h.log(sb) << h.log(a);
+  ASSERT_EQ(d["subrequests"].Size(), 1u) << json::to_string(d);
+  EXPECT_STREQ(d["subrequests"][0]["butler"].GetString(), "health");
+  EXPECT_STREQ(d["subrequests"][0]["state"].GetString(), "ok");
+  // The work item was accepted and finished by node-a's butler: its route
+  // inbox row is done, and node-a counted it.
+  EXPECT_EQ(count(url, "SELECT count(*) FROM route_work WHERE butler = "
+                       "'health' AND state = 'ok'"),
+            1);
+  EXPECT_EQ(h.metric(a, "butlers_route_accepted_total{butler=\"health\"}"), 1)
+    << h.http(a).get("/metrics").body;
+  // The session's reply went back to the switchboard node's messenger.
+  EXPECT_TRUE(eventually(
+    [&] {
+      return read_file(dir + "/outbox.jsonl").find(id) != std::string::npos;
+    },
+    10s));
+}
+
+} // namespace
+} // namespace butlers::test
