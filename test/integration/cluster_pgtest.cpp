@@ -146,5 +146,154 @@ TEST(Cluster, RoutesToAButlerOnAnotherNode) {
     10s));
 }
 
+TEST(Cluster, SurvivesTheLossOfAButlerNode) {
+  auto url = fresh_database("cluster_loss");
+  auto dir = make_temp_dir("cluster-loss");
+  // Sessions take 40 ms a turn, so that node-a holds leased work (running
+  // and pending) when it is killed.
+  cluster_harness h{url, common(dir, 40)};
+  auto sb = h.add(spec("node-s", true, {}, {}));
+  auto a = h.add(spec("node-a", false, {"health", "calendar"}, {"node-s"}));
+  auto b = h.add(spec("node-b", false, {"finance", "calendar"}, {"node-s"}));
+  std::string why;
+  ASSERT_TRUE(h.start_all(&why)) << why;
+  ASSERT_TRUE(eventually(
+    [&] {
+      auto hosts = h.hosts(sb);
+      return hosts[{"health", "node-a"}] == "active"
+             && hosts[{"calendar", "node-a"}] == "active"
+             && hosts[{"calendar", "node-b"}] == "active"
+             && hosts[{"finance", "node-b"}] == "active";
+    },
+    20s))
+    << h.log(sb);
+  const char* texts[] = {"book a meeting with Ana", "I took my pill",
+                         "pay the invoice", "move the meeting to noon"};
+  std::vector<std::string> accepted;
+  int seq = 0;
+  auto stream = [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      auto key = "loss-" + std::to_string(++seq);
+      auto id = ingest(h.http(sb), key, texts[seq % 4]);
+      if (!id.empty())
+        accepted.push_back(id);
+    }
+  };
+  stream(120);
+  // node-a holds work right now: leased items of its butlers, not done.
+  auto open_on_a = [&] {
+    return count(url, "SELECT count(*) FROM route_work WHERE state IN "
+                      "('queued', 'running') AND lease_owner LIKE 'node-a/%'");
+  };
+  ASSERT_TRUE(eventually(
+    [&] {
+      return open_on_a() > 0;
+    },
+    10s));
+  h.kill(a);
+  stream(60); // the stream goes on while node-a is down
+  // Its butlers turn stale, health (no other host) stops being routable
+  // and its circuit opens; calendar stays routable through node-b.
+  EXPECT_TRUE(eventually(
+    [&] {
+      auto hosts = h.hosts(sb);
+      return hosts[{"health", "node-a"}] != "active"
+             && hosts[{"calendar", "node-a"}] != "active"
+             && hosts[{"calendar", "node-b"}] == "active";
+    },
+    10s))
+    << h.log(sb);
+  EXPECT_TRUE(eventually(
+    [&] {
+      return h.metric(sb, "butlers_switchboard_circuit_open{butler=\"health\"}")
+             == 1;
+    },
+    10s))
+    << h.http(sb).get("/metrics").body;
+  EXPECT_EQ(h.metric(sb,
+                     "butlers_switchboard_circuit_open{butler=\"calendar\"}"),
+            0);
+  EXPECT_EQ(h.metric(sb, "butlers_cluster_peer_up{node=\"node-a\"}"), 0);
+  // Past the TTL: quarantined.
+  EXPECT_TRUE(eventually(
+    [&] {
+      return h.hosts(sb)[{"health", "node-a"}] == "quarantined";
+    },
+    10s));
+  // Calendar work node-a had leased is taken over by node-b once the
+  // leases expire (fencing token incremented).
+  EXPECT_TRUE(eventually(
+    [&] {
+      return h.metric(b, "butlers_route_recovered_total{butler=\"calendar\"}")
+             > 0;
+    },
+    20s))
+    << h.log(b);
+  // node-a returns: everything is routable again, the circuit closes.
+  ASSERT_TRUE(h.start(a, &why)) << why;
+  EXPECT_TRUE(eventually(
+    [&] {
+      return h.hosts(sb)[{"health", "node-a"}] == "active"
+             && h.metric(sb,
+                         "butlers_switchboard_circuit_open{butler=\"health\"}")
+                  == 0;
+    },
+    20s))
+    << h.log(sb);
+  EXPECT_EQ(h.metric(sb, "butlers_cluster_peer_up{node=\"node-a\"}"), 1);
+  stream(40);
+  ASSERT_GE(accepted.size(), 200u);
+  // Every accepted request reaches a terminal state, exactly once.
+  auto list = std::string{"'"} + accepted[0] + "'";
+  for (size_t i = 1; i < accepted.size(); ++i)
+    list += ",'" + accepted[i] + "'";
+  auto terminal = "SELECT count(*) FROM message_inbox WHERE request_id IN ("
+                  + list
+                  + ") AND lifecycle_state IN ('parsed', 'errored', "
+                    "'cancelled')";
+  ASSERT_TRUE(eventually(
+    [&] {
+      return count(url, terminal) == static_cast<int>(accepted.size());
+    },
+    60s))
+    << count(url, terminal) << " of " << accepted.size() << " terminal\n"
+    << h.log(sb);
+  EXPECT_EQ(count(url, "SELECT count(*) FROM (SELECT request_id FROM "
+                       "inbox_transitions WHERE to_state IN ('parsed', "
+                       "'errored', 'cancelled') GROUP BY request_id HAVING "
+                       "count(*) > 1) d"),
+            0)
+    << "a request completed twice";
+  EXPECT_EQ(count(url, "SELECT count(DISTINCT request_id) FROM "
+                       "inbox_transitions WHERE to_state IN ('parsed', "
+                       "'errored', 'cancelled')"),
+            static_cast<int>(accepted.size()));
+  // Work node-a held was finished by another holder or by node-a after its
+  // return: nothing stays open, and taken-over items carry a newer token.
+  EXPECT_TRUE(eventually(
+    [&] {
+      return count(url, "SELECT count(*) FROM route_work WHERE state IN "
+                        "('queued', 'running')")
+             == 0;
+    },
+    30s));
+  EXPECT_GT(count(url, "SELECT count(*) FROM route_work WHERE lease_token > 1"),
+            0);
+  // Calendar and finance never lost their last host: those requests parse.
+  EXPECT_EQ(count(url, "SELECT count(*) FROM message_inbox WHERE request_id "
+                       "IN ("
+                         + list
+                         + ") AND lifecycle_state = 'parsed' AND "
+                           "normalized_text NOT LIKE '%pill%'"),
+            count(url, "SELECT count(*) FROM message_inbox WHERE request_id "
+                       "IN ("
+                         + list + ") AND normalized_text NOT LIKE '%pill%'"));
+  // Every transition was logged on the switchboard node.
+  auto log = h.log(sb);
+  EXPECT_NE(log.find("node node-a lost"), std::string::npos);
+  EXPECT_NE(log.find("stale -> quarantined"), std::string::npos);
+  EXPECT_NE(log.find("node node-a is back"), std::string::npos);
+}
+
 } // namespace
 } // namespace butlers::test
