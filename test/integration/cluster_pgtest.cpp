@@ -295,5 +295,95 @@ TEST(Cluster, SurvivesTheLossOfAButlerNode) {
   EXPECT_NE(log.find("node node-a is back"), std::string::npos);
 }
 
+/// A CA and node certificates made here with the openssl CLI (never
+/// committed): `ca` signs each of `nodes`.
+void make_ca(const std::string& dir, const std::string& ca,
+             const std::vector<std::string>& nodes) {
+  auto run = [](std::vector<std::string> argv) {
+    argv[0] = "/usr/bin/" + argv[0]; // scripts/setup.sh installs openssl
+    auto r = run_process(argv);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  };
+  run({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
+       dir + "/" + ca + ".key", "-out", dir + "/" + ca + ".pem", "-days", "2",
+       "-subj", "/CN=" + ca});
+  for (auto& n : nodes) {
+    run({"openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout",
+         dir + "/" + n + ".key", "-out", dir + "/" + n + ".csr", "-subj",
+         "/CN=" + n});
+    run({"openssl", "x509", "-req", "-in", dir + "/" + n + ".csr", "-CA",
+         dir + "/" + ca + ".pem", "-CAkey", dir + "/" + ca + ".key",
+         "-CAcreateserial", "-out", dir + "/" + n + ".pem", "-days", "2"});
+  }
+}
+
+TEST(Cluster, MutualTlsAdmitsOnlyTheClustersCa) {
+  auto url = fresh_database("cluster_tls");
+  auto dir = make_temp_dir("cluster-tls");
+  make_ca(dir, "ca", {"node-s", "node-a"});
+  make_ca(dir, "rogue-ca", {"node-r"});
+  auto with_tls = [&](cluster_node_spec x, const std::string& ca) {
+    x.tls_cert = dir + "/" + x.name + ".pem";
+    x.tls_key = dir + "/" + x.name + ".key";
+    x.tls_ca = dir + "/" + ca + ".pem";
+    return x;
+  };
+  cluster_harness h{url, common(dir)};
+  auto sb = h.add(with_tls(spec("node-s", true, {}, {}), "ca"));
+  auto a = h.add(with_tls(spec("node-a", false, {"health"}, {"node-s"}), "ca"));
+  // node-r's certificate comes from another CA.
+  auto r = h.add(
+    with_tls(spec("node-r", false, {"finance"}, {"node-s"}), "rogue-ca"));
+  std::string why;
+  ASSERT_TRUE(h.start(sb, &why)) << why;
+  ASSERT_TRUE(h.start(a, &why)) << why;
+  EXPECT_NE(h.log(sb).find("(mutual TLS)"), std::string::npos);
+  // Same CA: connected, and routing works over the encrypted link.
+  ASSERT_TRUE(eventually(
+    [&] {
+      return h.hosts(sb)[{"health", "node-a"}] == "active";
+    },
+    20s))
+    << h.log(sb) << h.log(a);
+  auto id = ingest(h.http(sb), "tls-1", "I took my pill");
+  ASSERT_FALSE(id.empty());
+  EXPECT_TRUE(eventually(
+    [&] {
+      return count(url, "SELECT count(*) FROM message_inbox WHERE "
+                        "lifecycle_state = 'parsed'")
+             == 1;
+    },
+    20s))
+    << h.log(sb) << h.log(a);
+  EXPECT_EQ(count(url, "SELECT count(*) FROM route_work WHERE butler = "
+                       "'health' AND state = 'ok'"),
+            1);
+  // Other CA: every handshake is refused; node-r keeps retrying, and its
+  // butlers never join.
+  ASSERT_TRUE(h.start(r, &why)) << why;
+  ASSERT_TRUE(eventually(
+    [&] {
+      return h.log(r).find("cannot reach peer") != std::string::npos;
+    },
+    20s))
+    << h.log(r);
+  EXPECT_EQ(h.hosts(sb).count({"finance", "node-r"}), 0u);
+  EXPECT_EQ(h.hosts(r).count({"general", "node-s"}), 0u);
+  EXPECT_EQ(h.metric(sb, "butlers_cluster_peer_up{node=\"node-r\"}"), 0);
+  EXPECT_EQ(h.metric(sb, "butlers_cluster_peer_up{node=\"node-a\"}"), 1);
+  // The refused handshakes leave the authenticated link alone.
+  auto id2 = ingest(h.http(sb), "tls-2", "another pill");
+  ASSERT_FALSE(id2.empty());
+  EXPECT_TRUE(eventually(
+    [&] {
+      return count(url, "SELECT count(*) FROM message_inbox WHERE "
+                        "lifecycle_state = 'parsed'")
+             == 2;
+    },
+    20s))
+    << h.log(sb) << h.log(a);
+  EXPECT_EQ(h.log(sb).find("node node-a lost"), std::string::npos) << h.log(sb);
+}
+
 } // namespace
 } // namespace butlers::test
