@@ -295,6 +295,99 @@ TEST(Cluster, SurvivesTheLossOfAButlerNode) {
   EXPECT_NE(log.find("node node-a is back"), std::string::npos);
 }
 
+TEST(Cluster, AFrozenNodeIsDetectedAndItsLateResultsAreFenced) {
+  auto url = fresh_database("cluster_frozen");
+  auto dir = make_temp_dir("cluster-frozen");
+  // 1.5 s sessions: node-a is in the middle of them when it freezes.
+  cluster_harness h{url, common(dir, 1500)};
+  auto sb = h.add(spec("node-s", true, {}, {}));
+  auto a = h.add(spec("node-a", false, {"calendar"}, {"node-s"}));
+  std::string why;
+  ASSERT_TRUE(h.start(sb, &why)) << why;
+  ASSERT_TRUE(h.start(a, &why)) << why;
+  ASSERT_TRUE(eventually(
+    [&] {
+      return h.hosts(sb)[{"calendar", "node-a"}] == "active";
+    },
+    20s));
+  std::vector<std::string> ids;
+  for (int i = 0; i < 6; ++i) {
+    auto id = ingest(h.http(sb), "frozen-" + std::to_string(i),
+                     "book a meeting, number " + std::to_string(i));
+    ASSERT_FALSE(id.empty());
+    ids.push_back(id);
+  }
+  ASSERT_TRUE(eventually(
+    [&] {
+      return count(url, "SELECT count(*) FROM route_work WHERE butler = "
+                        "'calendar' AND state = 'running' AND lease_owner "
+                        "LIKE 'node-a/%'")
+             >= 4;
+    },
+    10s));
+  // Frozen, not dead: no connection closes; only the missing heartbeats
+  // (connection_timeout_ms = 1000) tell the switchboard node.
+  h.signal(a, SIGSTOP);
+  EXPECT_TRUE(eventually(
+    [&] {
+      return h.hosts(sb)[{"calendar", "node-a"}] == "stale";
+    },
+    10s))
+    << h.log(sb);
+  EXPECT_EQ(h.metric(sb,
+                     "butlers_switchboard_circuit_open{butler=\"calendar\"}"),
+            1);
+  // A second host takes over the expired leases (new fencing tokens) while
+  // node-a still believes it holds them.
+  auto b = h.add(spec("node-b", false, {"calendar"}, {"node-s"}));
+  ASSERT_TRUE(h.start(b, &why)) << why;
+  EXPECT_TRUE(eventually(
+    [&] {
+      return h.metric(b, "butlers_route_recovered_total{butler=\"calendar\"}")
+             >= 4;
+    },
+    20s))
+    << h.log(b);
+  // Thawed, node-a finishes its sessions: every result it tries to write
+  // is refused, because its token is stale.
+  h.signal(a, SIGCONT);
+  EXPECT_TRUE(eventually(
+    [&] {
+      return h.running(a)
+             && h.metric(a,
+                         "butlers_route_lease_lost_total{butler=\"calendar\"}")
+                  >= 4;
+    },
+    20s))
+    << h.log(a);
+  // It rejoins, and every request ends exactly once (parsed, or errored if
+  // its retries ran out while calendar had no live host).
+  EXPECT_TRUE(eventually(
+    [&] {
+      return h.hosts(sb)[{"calendar", "node-a"}] == "active";
+    },
+    20s))
+    << h.log(sb) << h.log(a);
+  auto list = std::string{"'"} + ids[0] + "'";
+  for (size_t i = 1; i < ids.size(); ++i)
+    list += ",'" + ids[i] + "'";
+  EXPECT_TRUE(eventually(
+    [&] {
+      return count(url, "SELECT count(*) FROM message_inbox WHERE "
+                        "lifecycle_state IN ('parsed', 'errored', "
+                        "'cancelled') AND request_id IN ("
+                          + list + ")")
+             == static_cast<int>(ids.size());
+    },
+    30s))
+    << h.log(sb);
+  EXPECT_EQ(count(url, "SELECT count(*) FROM (SELECT request_id FROM "
+                       "inbox_transitions WHERE to_state IN ('parsed', "
+                       "'errored', 'cancelled') GROUP BY request_id HAVING "
+                       "count(*) > 1) d"),
+            0);
+}
+
 /// A CA and node certificates made here with the openssl CLI (never
 /// committed): `ca` signs each of `nodes`.
 void make_ca(const std::string& dir, const std::string& ca,

@@ -125,10 +125,17 @@ void cluster_harness::kill(size_t i) {
   n.http.reset();
 }
 
+void cluster_harness::signal(size_t i, int sig) {
+  auto& n = nodes_.at(i);
+  if (n.proc)
+    n.proc->signal(sig);
+}
+
 int cluster_harness::stop(size_t i) {
   auto& n = nodes_.at(i);
   if (!n.proc)
     return -1;
+  n.proc->signal(SIGCONT); // a frozen node could not stop
   n.proc->signal(SIGTERM);
   auto r = n.proc->wait_exit(30s);
   if (!r) {

@@ -69,6 +69,9 @@ class cluster_harness {
   /// SIGKILLs node `i` and waits until it is gone.
   void kill(size_t i);
 
+  /// Sends `sig` to node `i` (SIGSTOP freezes it, SIGCONT thaws it).
+  void signal(size_t i, int sig);
+
   /// SIGTERMs node `i` and waits for its exit; its exit code (-1 if killed).
   int stop(size_t i);
 
