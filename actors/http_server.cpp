@@ -269,9 +269,12 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
                     ctx->status.database_configured
                       ? butlers_errc::database_unavailable
                       : butlers_errc::target_unavailable,
-                    ctx->status.database_configured
+                    !ctx->status.database_configured
+                      ? "no database is configured on this node"
+                    : settings.cluster.switchboard
                       ? "the switchboard is restarting"
-                      : "no database is configured on this node");
+                      : "this butler-only node has no switchboard node "
+                        "connected");
       return;
     }
     auto parsed = parse_ingest(body, settings.http.max_body_bytes,

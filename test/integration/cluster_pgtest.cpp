@@ -144,6 +144,16 @@ TEST(Cluster, RoutesToAButlerOnAnotherNode) {
       return read_file(dir + "/outbox.jsonl").find(id) != std::string::npos;
     },
     10s));
+  // Ingest at the butler-only node is passed to the switchboard node.
+  auto id2 = ingest(h.http(a), "route-2", "another pill");
+  ASSERT_FALSE(id2.empty());
+  EXPECT_TRUE(eventually(
+    [&] {
+      return count(url, "SELECT count(*) FROM message_inbox WHERE "
+                        "lifecycle_state = 'parsed'")
+             == 2;
+    },
+    20s));
 }
 
 TEST(Cluster, SurvivesTheLossOfAButlerNode) {
