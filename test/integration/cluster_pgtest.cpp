@@ -154,6 +154,9 @@ TEST(Cluster, RoutesToAButlerOnAnotherNode) {
              == 2;
     },
     20s));
+  // Both stop cleanly on SIGTERM, within the drain deadline.
+  EXPECT_EQ(h.stop(a), 0) << h.log(a);
+  EXPECT_EQ(h.stop(sb), 0) << h.log(sb);
 }
 
 TEST(Cluster, SurvivesTheLossOfAButlerNode) {
