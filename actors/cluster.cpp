@@ -158,12 +158,17 @@ void accept_peer(cluster_ptr self, cluster_hello hello,
 void say_hello(cluster_ptr self, const caf::actor& peer,
                const std::string& address) {
   auto hdl = caf::actor_cast<cluster_actor>(peer);
+  auto version = self->state.local_version;
   self->request(hdl, hello_timeout, hello_atom_v, self->state.local)
     .then(
-      [self, address](cluster_hello& reply) {
+      [self, address, peer, version](cluster_hello& reply) {
         if (!address.empty())
           self->state.failures[address] = 0;
         accept_peer(self, std::move(reply), address);
+        // Our group (re)started while this hello was out, before the peer
+        // was known here: tell it again, with the current butlers.
+        if (version != self->state.local_version)
+          say_hello(self, peer, address);
       },
       [self, address](const caf::error& err) {
         spdlog::warn("cluster: hello to {} failed: {}",
@@ -247,6 +252,7 @@ cluster_actor::behavior_type cluster(
       hello.node = st.node;
       hello.cluster = caf::actor_cast<caf::actor>(self);
       st.local = std::move(hello);
+      ++st.local_version;
       st.registry = caf::actor_cast<registry_actor>(reg);
       // A new group: a new registry to fill, new handles to announce.
       for (auto& [name, p] : st.peers) {

@@ -33,6 +33,9 @@ struct cluster_state {
   node_context_ptr ctx;
   /// This node's introduction (set by the supervisor).
   cluster_hello local;
+  /// Bumped whenever `local` changes: a hello answered after that went
+  /// out stale and is sent again.
+  uint64_t local_version = 0;
   /// The current local registry; null until the supervisor reports.
   registry_actor registry;
   /// By node name.
