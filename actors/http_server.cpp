@@ -274,9 +274,12 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
                     ctx->status.database_configured
                       ? butlers_errc::database_unavailable
                       : butlers_errc::target_unavailable,
-                    ctx->status.database_configured
+                    !ctx->status.database_configured
+                      ? "no database is configured on this node"
+                    : settings.cluster.switchboard
                       ? "the switchboard is restarting"
-                      : "no database is configured on this node");
+                      : "this butler-only node has no switchboard node "
+                        "connected");
       return;
     }
     auto parsed = parse_ingest(body, settings.http.max_body_bytes,
@@ -486,7 +489,9 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
         [](caf::event_based_actor* bridge, std::shared_ptr<impl> self_ptr,
            request_handle req, registry_actor reg,
            std::chrono::milliseconds timeout) {
-          bridge->request(reg, timeout, list_atom_v)
+          // One entry per (butler, node): with the cluster, each host's
+          // liveness shows (spec 001 §10.7).
+          bridge->request(reg, timeout, hosts_atom_v)
             .then(
               [self_ptr, req](const std::vector<registry_entry>& xs) {
                 std::string out = R"({"butlers":[)";

@@ -103,7 +103,11 @@ using switchboard_actor = caf::typed_actor<
   /// (request_id, attempt segment id or "").
   caf::reacts_to<expire_atom, std::string, std::string>,
   /// INTERNAL: renews the inbox leases of requests in progress.
-  caf::reacts_to<caf::tick_atom>>;
+  caf::reacts_to<caf::tick_atom>,
+  /// From the cluster: butler `name` has (true) or no longer has (false) a
+  /// live host; without one its circuit is held open (fails fast) until a
+  /// host returns.
+  caf::reacts_to<circuit_atom, std::string, bool>>;
 
 /// The cold path: every `scanner_interval_s` (and once at start) finds
 /// `accepted` rows older than `scanner_grace_s` and `progress` rows whose
@@ -154,15 +158,50 @@ using session_actor = caf::typed_actor<
   /// INTERNAL: a blocking adapter finished.
   caf::reacts_to<done_atom, adapter_result>>;
 
-/// The node's butler registry: name → butler (local now, remote with the
-/// cluster), with the entries routers read.
+/// The node's butler registry: name → the hosts of that butler (this node
+/// and, with the cluster, remote nodes), each `active`, `stale` or
+/// `quarantined` (spec 001 §10.7), with the entries routers read.
 using registry_actor = caf::typed_actor<
-  /// The butler named so; `target_unavailable` when there is none.
+  /// A live host of the butler named so (this node's first, else round
+  /// robin); `target_unavailable` when there is none.
   caf::replies_to<lookup_atom, std::string>::with<caf::actor>,
-  /// Every registered butler.
+  /// Every butler, one entry per name: `node` lists its hosts, `status` is
+  /// the best of theirs (routers read this).
   caf::replies_to<list_atom>::with<std::vector<registry_entry>>,
-  /// Adds or replaces a butler (its handle is a `butler_actor`).
-  caf::reacts_to<register_atom, registry_entry, caf::actor>>;
+  /// Every host of every butler: one entry per (butler, node).
+  caf::replies_to<hosts_atom>::with<std::vector<registry_entry>>,
+  /// Adds or replaces a local butler (its handle is a `butler_actor`).
+  caf::reacts_to<register_atom, registry_entry, caf::actor>,
+  /// Replaces every butler of remote node `node` (entries and handles in
+  /// the same order, all `active`); answers the butlers whose routability
+  /// changed (merged entries, as `list` shows them).
+  caf::replies_to<register_atom, std::string, std::vector<registry_entry>,
+                  std::vector<caf::actor>>::with<std::vector<registry_entry>>,
+  /// Sets the status of every butler of node `node` (`active`, `stale`,
+  /// `quarantined`); answers the butlers whose routability changed.
+  caf::replies_to<mark_atom, std::string,
+                  std::string>::with<std::vector<registry_entry>>>;
+
+/// One per node with the cluster on (`[cluster]` port or peers): published
+/// on the cluster port; dials every peer with exponential backoff; trades a
+/// `cluster_hello` with each connected peer so that its butlers join the
+/// local registry; monitors the peer and on loss marks its butlers `stale`,
+/// then `quarantined` after `quarantine_after_ms`, holds open the circuits
+/// of butlers left without a live host, and restores all on return. Every
+/// transition is logged and counted.
+using cluster_actor = caf::typed_actor<
+  /// A peer introduces itself; answers with this node's introduction.
+  caf::replies_to<hello_atom, cluster_hello>::with<cluster_hello>,
+  /// From the supervisor: the local group (re)started; this node's
+  /// introduction and its new registry (a `registry_actor`).
+  caf::reacts_to<local_atom, cluster_hello, caf::actor>,
+  /// INTERNAL: dial the peer at "host:port".
+  caf::reacts_to<connect_atom, std::string>,
+  /// INTERNAL: a dial finished: the peer, its cluster actor (null on
+  /// failure) and what went wrong.
+  caf::reacts_to<peer_atom, std::string, caf::actor, std::string>,
+  /// INTERNAL: the quarantine TTL of a lost node (name, loss epoch) passed.
+  caf::reacts_to<expire_atom, std::string, uint64_t>>;
 
 // -- lifecycle
 // -----------------------------------------------------------------

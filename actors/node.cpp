@@ -11,10 +11,13 @@
 #include <caf/atom.hpp>
 #include <caf/exit_reason.hpp>
 #include <caf/io/middleman.hpp>
+#include <caf/openssl/manager.hpp>
+#include <caf/openssl/publish.hpp>
 #include <caf/send.hpp>
 #include <pqxx/pqxx>
 #include <spdlog/spdlog.h>
 
+#include "actors/cluster.hpp"
 #include "actors/http_server.hpp"
 #include "actors/supervisor.hpp"
 #include "actors/type_ids.hpp"
@@ -35,8 +38,16 @@ void configure_caf(caf::actor_system_config& cfg, const node_settings& s) {
   if (s.scheduler.max_throughput > 0)
     cfg.set("scheduler.max-throughput",
             static_cast<size_t>(s.scheduler.max_throughput));
-  if (s.cluster.enabled) {
+  if (s.cluster.active()) {
     cfg.load<caf::io::middleman>();
+    if (s.cluster.tls()) {
+      // After the middleman (the OpenSSL module needs it). With all three
+      // set, CAF requires and verifies a peer certificate on both sides.
+      cfg.load<caf::openssl::manager>();
+      cfg.set("openssl.certificate", s.cluster.tls_certificate);
+      cfg.set("openssl.key", s.cluster.tls_key);
+      cfg.set("openssl.cafile", s.cluster.tls_cafile);
+    }
     cfg.set("middleman.heartbeat-interval",
             caf::timespan{
               std::chrono::milliseconds{s.cluster.heartbeat_interval_ms}});
@@ -44,6 +55,36 @@ void configure_caf(caf::actor_system_config& cfg, const node_settings& s) {
             caf::timespan{
               std::chrono::milliseconds{s.cluster.connection_timeout_ms}});
   }
+}
+
+/// Starts the cluster actor and, with `cluster.port` set, publishes it on
+/// the cluster port. Returns false when the port cannot be opened.
+bool start_cluster(caf::actor_system& sys, const node_settings& s,
+                   const node_context_ptr& ctx) {
+  if (!s.cluster.active())
+    return true;
+  auto cl = sys.spawn(cluster, s.cluster, s.node.name, ctx);
+  ctx->set_cluster(caf::actor_cast<caf::actor>(cl));
+  if (s.cluster.port == 0) {
+    spdlog::info("cluster: not listening (cluster.port = 0), dialling {} "
+                 "peer(s)",
+                 s.cluster.peers.size());
+    return true;
+  }
+  auto bind = s.cluster.bind.c_str();
+  auto port = s.cluster.tls()
+                ? caf::openssl::publish(cl, s.cluster.port, bind, true)
+                : sys.middleman().publish(cl, s.cluster.port, bind, true);
+  if (!port) {
+    spdlog::error("cluster: cannot listen on {}:{}: {}", s.cluster.bind,
+                  s.cluster.port, sys.render(port.error()));
+    caf::anon_send_exit(cl, caf::exit_reason::user_shutdown);
+    ctx->set_cluster(nullptr);
+    return false;
+  }
+  spdlog::info("cluster: listening on {}:{}{}, peers {}", s.cluster.bind, *port,
+               s.cluster.tls() ? " (mutual TLS)" : "", s.cluster.peers.size());
+  return true;
 }
 
 int wait_for_signal() {
@@ -89,10 +130,12 @@ int run_node(const node_settings& settings) {
                settings.scheduler.policy);
   if (!ctx->status.database_configured)
     spdlog::warn("no database configured: ingest is unavailable");
+  int code = exit_ok;
+  if (!start_cluster(sys, settings, ctx))
+    code = exit_failure;
   auto sup = sys.spawn(supervisor, settings, ctx);
   http_server http{sys, settings, ctx, sup};
-  int code = exit_ok;
-  if (settings.http.enabled) {
+  if (code == exit_ok && settings.http.enabled) {
     try {
       auto port = http.start();
       spdlog::info("HTTP listening on {}:{}", settings.http.bind, port);
@@ -129,6 +172,9 @@ int run_node(const node_settings& settings) {
     spdlog::warn("HTTP requests still in flight at the drain deadline");
   http.stop();
   caf::anon_send_exit(sup, caf::exit_reason::user_shutdown);
+  if (auto cl = ctx->cluster())
+    caf::anon_send_exit(cl, caf::exit_reason::user_shutdown);
+  ctx->set_cluster(nullptr);
   // The context outlives the actor system: drop its handles, or a detached
   // actor (the reader) is never destroyed and the system waits for it.
   ctx->set_switchboard(nullptr);

@@ -751,6 +751,22 @@ void on_expire(switchboard_ptr self, const std::string& request_id,
                true, {});
 }
 
+void on_host_change(switchboard_ptr self, const std::string& name,
+                    bool available) {
+  auto& cb = circuit(self, name);
+  if (available) {
+    if (cb.held())
+      spdlog::info("butler {}: a live host is back, releasing its circuit",
+                   name);
+    cb.release();
+  } else {
+    spdlog::warn("butler {}: no live host left, holding its circuit open",
+                 name);
+    cb.hold_open(std::chrono::steady_clock::now());
+  }
+  observe_circuit(self, name);
+}
+
 void renew_leases(switchboard_ptr self) {
   auto& st = self->state;
   for (auto& [id, rq] : st.requests) {

@@ -1,5 +1,6 @@
 #include "actors/supervisor.hpp"
 
+#include <algorithm>
 #include <random>
 
 #include <caf/actor_cast.hpp>
@@ -32,19 +33,27 @@ caf::timespan restart_delay(uint32_t attempt) {
 using supervisor_ptr = supervisor_actor::stateful_pointer<supervisor_state>;
 
 /// The butlers this node runs: the configured ones placed here (node "" or
-/// this node's name), `general` unless configured, and the messenger.
+/// this node's name, and named by `cluster.butlers`), `general` unless
+/// configured (on a switchboard node, or when `cluster.butlers` names it),
+/// and the messenger on a switchboard node.
 std::vector<butler_config> hosted_butlers(const node_settings& s) {
   std::vector<butler_config> out;
   bool has_general = false;
   for (auto& b : s.butlers) {
+    has_general = has_general || b.name == "general";
     if (!b.node.empty() && b.node != s.node.name)
       continue;
-    has_general = has_general || b.name == "general";
+    if (!s.cluster.hosts(b.name))
+      continue;
     out.push_back(b);
   }
-  if (!has_general)
+  auto& hosts = s.cluster.butlers;
+  bool general_named = std::find(hosts.begin(), hosts.end(), "general")
+                       != hosts.end();
+  if (!has_general && (s.cluster.switchboard || general_named))
     out.push_back(default_general());
-  out.push_back(messenger_butler(s.messenger));
+  if (s.cluster.switchboard)
+    out.push_back(messenger_butler(s.messenger));
   return out;
 }
 
@@ -56,18 +65,27 @@ void start_group(supervisor_ptr self) {
   auto& s = st.settings;
   st.writer = self->spawn<caf::linked>(inbox_writer, s.database, s.node.name,
                                        s.switchboard.lease_s, st.ctx);
-  st.switchboard = self->spawn<caf::linked>(switchboard, s.switchboard,
-                                            routing_settings{s.router,
-                                                             s.policies},
-                                            st.writer, st.ctx);
+  // A butler-only node (`cluster.switchboard = false`) runs no switchboard
+  // and no cold path: its butlers answer to the switchboard nodes.
+  if (s.cluster.switchboard)
+    st.switchboard = self->spawn<caf::linked>(switchboard, s.switchboard,
+                                              routing_settings{s.router,
+                                                               s.policies},
+                                              st.writer, st.ctx);
   st.reader = self->spawn<caf::detached + caf::linked>(db_reader,
                                                        s.database.url);
   st.ctx->set_reader(caf::actor_cast<caf::actor>(st.reader));
-  st.scanner = self->spawn<caf::detached + caf::linked>(inbox_scanner,
-                                                        s.database.url,
-                                                        s.switchboard,
-                                                        st.switchboard, st.ctx);
-  st.ctx->set_switchboard(caf::actor_cast<caf::actor>(st.switchboard));
+  if (s.cluster.switchboard) {
+    st.scanner = self->spawn<caf::detached + caf::linked>(inbox_scanner,
+                                                          s.database.url,
+                                                          s.switchboard,
+                                                          st.switchboard,
+                                                          st.ctx);
+    st.ctx->set_switchboard(caf::actor_cast<caf::actor>(st.switchboard));
+  }
+  cluster_hello hello;
+  hello.node = s.node.name;
+  hello.switchboard = caf::actor_cast<caf::actor>(st.switchboard);
   st.registry = self->spawn<caf::linked>(registry, s.node.name);
   for (auto& cfg : hosted_butlers(s)) {
     butler_params params;
@@ -84,11 +102,21 @@ void start_group(supervisor_ptr self) {
     entry.capabilities = cfg.capabilities;
     entry.max_concurrent_sessions = cfg.max_concurrent_sessions;
     entry.node = s.node.name;
+    if (entry.name != "messenger") {
+      // The messenger delivers for its own node's switchboard only.
+      hello.entries.push_back(entry);
+      hello.handles.push_back(caf::actor_cast<caf::actor>(hdl));
+    }
     self->send(st.registry, register_atom_v, std::move(entry),
                caf::actor_cast<caf::actor>(hdl));
     st.butlers.push_back(std::move(hdl));
   }
   st.ctx->set_registry(caf::actor_cast<caf::actor>(st.registry));
+  // The cluster announces the new group to every peer and refills the new
+  // registry with theirs.
+  if (auto cl = caf::actor_cast<cluster_actor>(st.ctx->cluster()))
+    self->send(cl, local_atom_v, std::move(hello),
+               caf::actor_cast<caf::actor>(st.registry));
 }
 
 bool is_child(supervisor_ptr self, const caf::actor_addr& addr) {

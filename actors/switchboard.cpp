@@ -305,6 +305,9 @@ switchboard_actor::behavior_type switchboard(switchboard_ptr self,
         std::max<uint32_t>(1, self->state.cfg.lease_s / 3)};
       self->delayed_send(self, every, caf::tick_atom_v);
     },
+    [self](circuit_atom, const std::string& name, bool available) {
+      on_host_change(self, name, available);
+    },
   };
 }
 

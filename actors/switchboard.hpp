@@ -119,6 +119,11 @@ void on_expire(switchboard_ptr self, const std::string& request_id,
 /// Renews the inbox leases of tracked requests.
 void renew_leases(switchboard_ptr self);
 
+/// The cluster says butler `name` has (true) or has no (false) live host:
+/// holds its circuit open, or releases it.
+void on_host_change(switchboard_ptr self, const std::string& name,
+                    bool available);
+
 /// Operator actions (replay, cancel, force_complete, reroute).
 caf::result<std::string> operate(switchboard_ptr self,
                                  const std::string& action,

@@ -42,6 +42,12 @@ CAF_BEGIN_TYPE_ID_BLOCK(butlers, caf::first_custom_type_id)
   CAF_ADD_ATOM(butlers, butlers, expire_atom, "expire")
   CAF_ADD_ATOM(butlers, butlers, replay_atom, "replay")
   CAF_ADD_ATOM(butlers, butlers, operate_atom, "operate")
+  CAF_ADD_ATOM(butlers, butlers, hello_atom, "hello")
+  CAF_ADD_ATOM(butlers, butlers, mark_atom, "mark")
+  CAF_ADD_ATOM(butlers, butlers, circuit_atom, "circuit")
+  CAF_ADD_ATOM(butlers, butlers, peer_atom, "peer")
+  CAF_ADD_ATOM(butlers, butlers, local_atom, "local")
+  CAF_ADD_ATOM(butlers, butlers, hosts_atom, "hosts")
 
   // -- message types
   // -----------------------------------------------------------
@@ -70,6 +76,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(butlers, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(butlers, (std::vector<butlers::registry_entry>))
   CAF_ADD_TYPE_ID(butlers, (butlers::named_statement))
   CAF_ADD_TYPE_ID(butlers, (butlers::named_result))
+  CAF_ADD_TYPE_ID(butlers, (butlers::cluster_hello))
   CAF_ADD_TYPE_ID(butlers, (std::vector<uint64_t>))
 
 CAF_END_TYPE_ID_BLOCK(butlers)

@@ -738,17 +738,32 @@ void read_connector(parser& p, const toml::table& t, std::string prefix,
   s.finish();
 }
 
+void read_cluster_tls(parser& p, const toml::table& t, cluster_config& c) {
+  section s{p, t, "cluster.tls"};
+  s.string("cert", c.tls_certificate);
+  s.string("key", c.tls_key);
+  s.string("ca", c.tls_cafile);
+  s.finish();
+}
+
 void read_cluster(parser& p, const toml::table& t, cluster_config& c) {
   section s{p, t, "cluster"};
-  s.boolean("enabled", c.enabled);
   s.string("bind", c.bind, not_empty());
   s.integer("port", c.port, 0, 65535);
   s.strings("peers", c.peers, check_peer);
+  s.boolean("switchboard", c.switchboard);
+  s.strings("butlers", c.butlers, not_empty());
   s.integer("heartbeat_interval_ms", c.heartbeat_interval_ms, 10, 600000);
   s.integer("connection_timeout_ms", c.connection_timeout_ms, 10, 600000);
-  s.string("tls_certificate", c.tls_certificate);
-  s.string("tls_key", c.tls_key);
-  s.string("tls_cafile", c.tls_cafile);
+  s.integer("quarantine_after_ms", c.quarantine_after_ms, 0, 86400000);
+  s.integer("reconnect_cap_ms", c.reconnect_cap_ms, 100, 600000);
+  if (auto tls = s.table("tls"))
+    read_cluster_tls(p, *tls, c);
+  s.moved("enabled", "clustering is on when cluster.port or cluster.peers "
+                     "is set");
+  s.moved("tls_certificate", "it is now `cert` of [cluster.tls]");
+  s.moved("tls_key", "it is now `key` of [cluster.tls]");
+  s.moved("tls_cafile", "it is now `ca` of [cluster.tls]");
   s.finish();
 }
 
@@ -965,12 +980,19 @@ bool operator==(const connector_config& x, const connector_config& y) {
 }
 
 bool operator==(const cluster_config& x, const cluster_config& y) {
-  return std::tie(x.enabled, x.bind, x.port, x.peers, x.heartbeat_interval_ms,
-                  x.connection_timeout_ms, x.tls_certificate, x.tls_key,
-                  x.tls_cafile)
-         == std::tie(y.enabled, y.bind, y.port, y.peers,
+  return std::tie(x.bind, x.port, x.peers, x.switchboard, x.butlers,
+                  x.heartbeat_interval_ms, x.connection_timeout_ms,
+                  x.quarantine_after_ms, x.reconnect_cap_ms, x.tls_certificate,
+                  x.tls_key, x.tls_cafile)
+         == std::tie(y.bind, y.port, y.peers, y.switchboard, y.butlers,
                      y.heartbeat_interval_ms, y.connection_timeout_ms,
+                     y.quarantine_after_ms, y.reconnect_cap_ms,
                      y.tls_certificate, y.tls_key, y.tls_cafile);
+}
+
+bool cluster_config::hosts(const std::string& name) const {
+  return std::find(butlers.begin(), butlers.end(), "*") != butlers.end()
+         || std::find(butlers.begin(), butlers.end(), name) != butlers.end();
 }
 
 bool operator==(const scheduler_config& x, const scheduler_config& y) {
@@ -1213,10 +1235,11 @@ std::vector<config_error> validate_settings(const node_settings& s) {
                   {prefix + ".runtime.command", prefix + ".runtime", prefix}),
             prefix + ".runtime.command",
             "the program (the first element) must not be empty");
-    if (!b.node.empty() && b.node != s.node.name && !s.cluster.enabled)
+    if (!b.node.empty() && b.node != s.node.name && !s.cluster.active())
       error(where(s, {prefix + ".node", prefix}), prefix + ".node",
             "runs on node '" + b.node
-              + "', which requires cluster.enabled = true");
+              + "', which requires the cluster (cluster.port or "
+                "cluster.peers)");
     check_unique_name(s.butlers, i, "butler", "butler");
     for (size_t j = 0; j < b.schedules.size(); ++j) {
       auto& sc = b.schedules[j];
@@ -1260,20 +1283,42 @@ std::vector<config_error> validate_settings(const node_settings& s) {
   }
   // Cluster.
   auto& cl = s.cluster;
-  if (!cl.tls_key.empty() && cl.tls_certificate.empty())
-    error(where(s, {"cluster.tls_key", "cluster"}), "cluster.tls_key",
-          "requires cluster.tls_certificate");
-  if (!cl.tls_certificate.empty() && cl.tls_key.empty())
-    error(where(s, {"cluster.tls_certificate", "cluster"}),
-          "cluster.tls_certificate", "requires cluster.tls_key");
-  if (!cl.tls_cafile.empty() && cl.tls_certificate.empty())
-    error(where(s, {"cluster.tls_cafile", "cluster"}), "cluster.tls_cafile",
-          "requires cluster.tls_certificate");
-  if (cl.enabled && !is_loopback(cl.bind) && cl.tls_certificate.empty())
+  bool any_tls = !cl.tls_certificate.empty() || !cl.tls_key.empty()
+                 || !cl.tls_cafile.empty();
+  if (any_tls) {
+    // Mutual authentication needs all three: without a CA, CAF would accept
+    // any certificate; without a certificate, it falls back to anonymous TLS.
+    for (auto [key, value] :
+         {std::pair{"cert", &cl.tls_certificate}, std::pair{"key", &cl.tls_key},
+          std::pair{"ca", &cl.tls_cafile}})
+      if (value->empty())
+        error(where(s, {"cluster.tls", "cluster"}),
+              std::string{"cluster.tls."} + key,
+              "missing: [cluster.tls] needs cert, key and ca (mutual "
+              "authentication)");
+  }
+  if (cl.active() && !is_loopback(cl.bind) && !any_tls)
     error(where(s, {"cluster.bind", "cluster"}), "cluster.bind",
-          "binding a non-loopback address requires cluster.tls_certificate "
-          "and cluster.tls_key");
-  if (cl.enabled && s.http.enabled && cl.port != 0 && cl.port == s.http.port
+          "binding a non-loopback address ('" + cl.bind
+            + "') requires [cluster.tls] with cert, key and ca");
+  if (!cl.switchboard && !cl.active())
+    error(where(s, {"cluster.switchboard", "cluster"}), "cluster.switchboard",
+          "false makes a butler-only node, which requires the cluster "
+          "(cluster.port or cluster.peers)");
+  for (size_t i = 0; i < cl.butlers.size(); ++i) {
+    auto& name = cl.butlers[i];
+    if (name == "*" || name == "general")
+      continue;
+    bool known = std::any_of(s.butlers.begin(), s.butlers.end(),
+                             [&](const butler_config& b) {
+                               return b.name == name;
+                             });
+    if (!known)
+      error(where(s, {"cluster.butlers", "cluster"}),
+            "cluster.butlers[" + std::to_string(i) + "]",
+            "no [[butler]] named '" + name + "'");
+  }
+  if (s.http.enabled && cl.port != 0 && cl.port == s.http.port
       && cl.bind == s.http.bind)
     error(where(s, {"cluster.port", "cluster"}), "cluster.port",
           "same address as http.port");
@@ -1453,15 +1498,20 @@ std::string to_toml(const node_settings& s) {
         << "retry_max_attempts = " << pol.retry_max_attempts << '\n';
   auto& c = s.cluster;
   out << "\n[cluster]\n"
-      << "enabled = " << boolean(c.enabled) << '\n'
       << "bind = " << quote(c.bind) << '\n'
       << "port = " << c.port << '\n'
       << "peers = " << quote(c.peers) << '\n'
+      << "switchboard = " << boolean(c.switchboard) << '\n'
+      << "butlers = " << quote(c.butlers) << '\n'
       << "heartbeat_interval_ms = " << c.heartbeat_interval_ms << '\n'
       << "connection_timeout_ms = " << c.connection_timeout_ms << '\n'
-      << "tls_certificate = " << quote(c.tls_certificate) << '\n'
-      << "tls_key = " << quote(c.tls_key) << '\n'
-      << "tls_cafile = " << quote(c.tls_cafile) << '\n';
+      << "quarantine_after_ms = " << c.quarantine_after_ms << '\n'
+      << "reconnect_cap_ms = " << c.reconnect_cap_ms << '\n';
+  if (c.tls())
+    out << "[cluster.tls]\n"
+        << "cert = " << quote(c.tls_certificate) << '\n'
+        << "key = " << quote(c.tls_key) << '\n'
+        << "ca = " << quote(c.tls_cafile) << '\n';
   auto& sc = s.scheduler;
   out << "\n[scheduler]\n"
       << "threads = " << sc.threads << '\n'

@@ -305,29 +305,55 @@ struct connector_config {
   bool enabled = true;
 };
 
-/// `[cluster]`: other nodes, reached through CAF's middleman.
+/// `[cluster]`: other nodes, reached through CAF's middleman (spec 001
+/// §10.7; DESIGN.md "Cluster").
 struct cluster_config {
-  /// Whether to publish this node and connect to peers. Default false.
-  bool enabled = false;
   /// Address the cluster port listens on; anything but loopback requires
-  /// TLS. Default "127.0.0.1".
+  /// `[cluster.tls]`. Default "127.0.0.1".
   std::string bind = "127.0.0.1";
-  /// Cluster port; 0 picks a free port. Default 8471, range 0..65535.
-  uint16_t port = 8471;
-  /// Peers as "host:port". Default empty.
+  /// Cluster port this node publishes its registry on; 0 means it does not
+  /// listen (with no peers either, clustering is off). Default 0,
+  /// range 0..65535.
+  uint16_t port = 0;
+  /// Peers as "host:port", dialled with exponential backoff. Default empty.
   std::vector<std::string> peers;
+  /// Whether this node runs the switchboard, the cold path, the messenger
+  /// and the connectors; false makes a butler-only node. Default true.
+  bool switchboard = true;
+  /// The configured butlers this node hosts; "*" means all of them.
+  /// Default ["*"].
+  std::vector<std::string> butlers = {"*"};
   /// Middleman heartbeat interval in milliseconds. Default 1000,
   /// range 10..600000.
   uint32_t heartbeat_interval_ms = 1000;
   /// Milliseconds without traffic before a peer counts as lost.
   /// Default 5000, range 10..600000.
   uint32_t connection_timeout_ms = 5000;
-  /// PEM certificate of this node; empty means no TLS. Default "".
+  /// Milliseconds a lost node's butlers stay `stale` before they become
+  /// `quarantined` (the registry TTL). Default 30000, range 0..86400000.
+  uint32_t quarantine_after_ms = 30000;
+  /// Ceiling of the reconnect backoff (100 ms doubling) in milliseconds.
+  /// Default 5000, range 100..600000.
+  uint32_t reconnect_cap_ms = 5000;
+  /// `[cluster.tls]` `cert`: PEM certificate of this node; empty means no
+  /// TLS. Default "".
   std::string tls_certificate;
-  /// PEM private key for `tls_certificate`. Default "".
+  /// `[cluster.tls]` `key`: PEM private key for the certificate. Default "".
   std::string tls_key;
-  /// PEM bundle peers' certificates are verified against. Default "".
+  /// `[cluster.tls]` `ca`: PEM bundle peers' certificates are verified
+  /// against. Default "".
   std::string tls_cafile;
+
+  /// Clustering is on: the node listens or dials.
+  bool active() const {
+    return port != 0 || !peers.empty();
+  }
+  /// TLS is configured.
+  bool tls() const {
+    return !tls_certificate.empty();
+  }
+  /// Whether the configured butler `name` is hosted here.
+  bool hosts(const std::string& name) const;
 };
 
 /// `[scheduler]`: CAF's scheduler.

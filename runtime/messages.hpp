@@ -371,4 +371,26 @@ typename Inspector::result_type inspect(Inspector& f, registry_entry& x) {
            x.node, x.status);
 }
 
+/// What a node tells a peer about itself when they connect (and again
+/// whenever its actor group restarts): its butlers and their handles, its
+/// cluster actor (monitored for liveness) and, if it runs one, its
+/// switchboard (where butler-only nodes send deliveries and outcomes).
+struct cluster_hello {
+  /// The node's name (`node.name`).
+  std::string node;
+  /// One entry per butler the node hosts, `handles` in the same order.
+  std::vector<registry_entry> entries;
+  std::vector<caf::actor> handles;
+  /// The node's `cluster_actor`.
+  caf::actor cluster;
+  /// Its `switchboard_actor`; null on a butler-only node.
+  caf::actor switchboard;
+};
+
+template<class Inspector>
+typename Inspector::result_type inspect(Inspector& f, cluster_hello& x) {
+  return f(caf::meta::type_name("cluster_hello"), x.node, x.entries, x.handles,
+           x.cluster, x.switchboard);
+}
+
 } // namespace butlers

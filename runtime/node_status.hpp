@@ -71,6 +71,17 @@ struct node_context {
     return registry_;
   }
 
+  /// The node's cluster actor (a `cluster_actor`); null with the cluster
+  /// off. Set once, before the supervisor starts.
+  void set_cluster(caf::actor hdl) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    cluster_ = std::move(hdl);
+  }
+  caf::actor cluster() const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return cluster_;
+  }
+
   /// Publishes the database reader (a `db_reader_actor`).
   void set_reader(caf::actor hdl) {
     std::lock_guard<std::mutex> guard{mtx_};
@@ -86,6 +97,7 @@ struct node_context {
   caf::actor switchboard_;
   caf::actor registry_;
   caf::actor reader_;
+  caf::actor cluster_;
 };
 
 using node_context_ptr = std::shared_ptr<node_context>;

@@ -18,6 +18,8 @@ std::chrono::milliseconds backoff_delay(uint32_t attempt,
 }
 
 bool circuit_breaker::allow(clock::time_point now) {
+  if (held_)
+    return false;
   switch (state_) {
     case state::closed: return true;
     case state::open:
@@ -40,18 +42,40 @@ bool circuit_breaker::allow(clock::time_point now) {
 void circuit_breaker::on_success() {
   failures_ = 0;
   probe_out_ = false;
+  if (held_)
+    return; // a late answer; the host is still gone
   if (state_ != state::closed)
     move(state::closed);
 }
 
 void circuit_breaker::on_failure(clock::time_point now) {
   probe_out_ = false;
+  if (held_)
+    return;
   ++failures_;
   if (state_ == state::half_open
       || (state_ == state::closed && failures_ >= threshold_)) {
     opened_at_ = now;
     move(state::open);
   }
+}
+
+void circuit_breaker::hold_open(clock::time_point now) {
+  held_ = true;
+  probe_out_ = false;
+  opened_at_ = now;
+  if (state_ != state::open)
+    move(state::open);
+}
+
+void circuit_breaker::release() {
+  if (!held_)
+    return;
+  held_ = false;
+  failures_ = 0;
+  probe_out_ = false;
+  if (state_ != state::closed)
+    move(state::closed);
 }
 
 bool circuit_breaker::take_transition(state& from, state& to) {

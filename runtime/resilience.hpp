@@ -40,6 +40,17 @@ class circuit_breaker {
   void on_success();
   void on_failure(clock::time_point now);
 
+  /// The target has no live host (its node was lost): open, and stay open
+  /// (no half-open probes) until `release`.
+  void hold_open(clock::time_point now);
+
+  /// A live host is back: closed, with a clean failure count.
+  void release();
+
+  bool held() const {
+    return held_;
+  }
+
   state current() const {
     return state_;
   }
@@ -58,6 +69,7 @@ class circuit_breaker {
   bool probe_out_ = false;
   clock::time_point probe_sent_{};
   bool changed_ = false;
+  bool held_ = false;
   state from_ = state::closed;
 };
 

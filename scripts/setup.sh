@@ -16,6 +16,8 @@ packages=(
   postgresql-15 postgresql-client-15 postgresql-contrib
   # used by the scripts and integration tests
   curl procps util-linux
+  # the cluster TLS test makes its CA and node certificates with it
+  openssl
 )
 
 missing=()

@@ -142,6 +142,7 @@ switchboard_actor::behavior_type fake_switchboard(
     [](retry_atom, const std::string&, const std::string&) {},
     [](expire_atom, const std::string&, const std::string&) {},
     [](caf::tick_atom) {},
+    [](circuit_atom, const std::string&, bool) {},
   };
 }
 

@@ -161,15 +161,19 @@ max_in_flight = 3
 enabled = false
 
 [cluster]
-enabled = true
 bind = "10.0.0.1"
 port = 9001
 peers = ["10.0.0.2:9001", "[fd00::3]:9001"]
+switchboard = false
+butlers = ["*"]
 heartbeat_interval_ms = 250
 connection_timeout_ms = 2500
-tls_certificate = "/etc/node.pem"
-tls_key = "/etc/node.key"
-tls_cafile = "/etc/ca.pem"
+quarantine_after_ms = 4000
+reconnect_cap_ms = 900
+[cluster.tls]
+cert = "/etc/node.pem"
+key = "/etc/node.key"
+ca = "/etc/ca.pem"
 
 [scheduler]
 threads = 2
@@ -241,8 +245,11 @@ TEST(config, empty_text_gives_defaults) {
   EXPECT_EQ(s.messenger.max_pending, 1000u);
   EXPECT_TRUE(s.messenger.adapters.empty()) << "the runtime adds the outbox";
   EXPECT_TRUE(s.connectors.empty());
-  EXPECT_FALSE(s.cluster.enabled);
-  EXPECT_EQ(s.cluster.port, 8471);
+  EXPECT_FALSE(s.cluster.active());
+  EXPECT_EQ(s.cluster.port, 0);
+  EXPECT_TRUE(s.cluster.switchboard);
+  EXPECT_EQ(s.cluster.butlers, std::vector<std::string>{"*"});
+  EXPECT_EQ(s.cluster.quarantine_after_ms, 30000u);
   EXPECT_EQ(s.scheduler.policy, "stealing");
   EXPECT_TRUE(validate_settings(s).empty());
 }
@@ -343,7 +350,10 @@ TEST(config, full_file_reads_every_key) {
   EXPECT_EQ(s.connectors[0].path, "/var/mail/me");
   EXPECT_EQ(s.connectors[0].max_in_flight, 3u);
   EXPECT_FALSE(s.connectors[0].enabled);
-  EXPECT_TRUE(s.cluster.enabled);
+  EXPECT_TRUE(s.cluster.active());
+  EXPECT_FALSE(s.cluster.switchboard);
+  EXPECT_EQ(s.cluster.quarantine_after_ms, 4000u);
+  EXPECT_EQ(s.cluster.reconnect_cap_ms, 900u);
   EXPECT_EQ(s.cluster.bind, "10.0.0.1");
   EXPECT_EQ(s.cluster.port, 9001);
   EXPECT_EQ(s.cluster.peers.size(), 2u);
@@ -389,11 +399,12 @@ TEST(config, full_file_reads_every_key) {
   EXPECT_EQ(s.positions.at("butler[1].schedule[1]").line, 77);
   EXPECT_EQ(s.positions.at("butler[1].schedule[1].every_s").line, 79);
   EXPECT_EQ(s.positions.at("messenger.adapter[1].path").line, 96);
-  EXPECT_EQ(s.positions.at("router.kind").line, 123);
-  EXPECT_EQ(s.positions.at("router.rule[1]").line, 132);
-  EXPECT_EQ(s.positions.at("router.rule[1].deny").line, 133);
-  EXPECT_EQ(s.positions.at("policy[1]").line, 140);
-  EXPECT_EQ(s.positions.at("policy[1].tier").line, 141);
+  EXPECT_EQ(s.positions.at("router.kind").line, 127);
+  EXPECT_EQ(s.positions.at("router.rule[1]").line, 136);
+  EXPECT_EQ(s.positions.at("router.rule[1].deny").line, 137);
+  EXPECT_EQ(s.positions.at("policy[1]").line, 144);
+  EXPECT_EQ(s.positions.at("policy[1].tier").line, 145);
+  EXPECT_EQ(s.positions.at("cluster.tls.ca").line, 119);
 }
 
 TEST(config, to_toml_parses_back_to_equal_settings) {
@@ -728,22 +739,61 @@ type = "maildir"
 name = "box"
 type = "jsonl"
 path = "/tmp/x.jsonl"
-[cluster]
-tls_key = "/k"
+[cluster.tls]
+key = "/k"
 )",
                           "node.toml");
   ASSERT_TRUE(res.settings) << dump(res.errors);
   auto errors = validate_settings(*res.settings);
-  EXPECT_EQ(errors.size(), 5u) << dump(errors);
+  EXPECT_EQ(errors.size(), 6u) << dump(errors);
   ASSERT_TRUE(find(errors, "butler[0].runtime.command"));
   EXPECT_EQ(find(errors, "butler[0].runtime.command")->line, 5);
   ASSERT_TRUE(find(errors, "butler[1].node"));
   ASSERT_TRUE(find(errors, "connector[0].path"));
   ASSERT_TRUE(find(errors, "connector[1].name"));
-  ASSERT_TRUE(find(errors, "cluster.tls_key"));
-  EXPECT_EQ(find(errors, "cluster.tls_key")->line, 17);
-  EXPECT_EQ(find(errors, "cluster.tls_key")->message,
-            "requires cluster.tls_certificate");
+  ASSERT_TRUE(find(errors, "cluster.tls.cert"));
+  ASSERT_TRUE(find(errors, "cluster.tls.ca"));
+  EXPECT_EQ(find(errors, "cluster.tls.ca")->message,
+            "missing: [cluster.tls] needs cert, key and ca (mutual "
+            "authentication)");
+}
+
+TEST(config, cluster_checks) {
+  auto errors_of = [](const std::string& toml) {
+    auto res = parse_config(toml, "node.toml");
+    EXPECT_TRUE(res.settings) << dump(res.errors);
+    return res.settings ? validate_settings(*res.settings)
+                        : std::vector<config_error>{};
+  };
+  // Without TLS the cluster port binds loopback only.
+  auto open = errors_of("[cluster]\nport = 4710\nbind = \"0.0.0.0\"\n");
+  ASSERT_TRUE(find(open, "cluster.bind")) << dump(open);
+  EXPECT_EQ(find(open, "cluster.bind")->line, 3);
+  EXPECT_EQ(find(open, "cluster.bind")->message,
+            "binding a non-loopback address ('0.0.0.0') requires "
+            "[cluster.tls] with cert, key and ca");
+  // With all three TLS files it may bind anywhere.
+  EXPECT_TRUE(errors_of("[cluster]\nport = 4710\nbind = \"0.0.0.0\"\n"
+                        "[cluster.tls]\ncert = \"c\"\nkey = \"k\"\n"
+                        "ca = \"a\"\n")
+                .empty());
+  // A butler-only node needs the cluster; hosted butlers must exist.
+  auto lonely = errors_of("[cluster]\nswitchboard = false\n");
+  ASSERT_TRUE(find(lonely, "cluster.switchboard")) << dump(lonely);
+  auto unknown = errors_of("[cluster]\nport = 4710\nbutlers = [\"general\", "
+                           "\"nope\"]\n");
+  ASSERT_EQ(unknown.size(), 1u) << dump(unknown);
+  EXPECT_EQ(unknown[0].key, "cluster.butlers[1]");
+  EXPECT_EQ(unknown[0].message, "no [[butler]] named 'nope'");
+  // The keys of the first draft say where they went.
+  auto res = parse_config("[cluster]\nenabled = true\ntls_cafile = \"x\"\n",
+                          "node.toml");
+  ASSERT_EQ(res.errors.size(), 2u) << dump(res.errors);
+  EXPECT_EQ(res.errors[0].message,
+            "unknown key; clustering is on when cluster.port or "
+            "cluster.peers is set");
+  EXPECT_EQ(res.errors[1].message,
+            "unknown key; it is now `ca` of [cluster.tls]");
 }
 
 // -- [[butler]] runtime and schedules, [messenger] ---------------------------

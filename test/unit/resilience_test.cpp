@@ -70,5 +70,26 @@ TEST(CircuitBreaker, AProbeWhoseOutcomeNeverComesDoesNotBlockForever) {
   EXPECT_EQ(cb.current(), circuit_breaker::state::closed);
 }
 
+TEST(CircuitBreaker, HeldOpenWhileTheTargetHasNoLiveHost) {
+  circuit_breaker cb{3, 1000ms};
+  auto t = circuit_breaker::clock::now();
+  circuit_breaker::state from, to;
+  cb.hold_open(t);
+  EXPECT_TRUE(cb.held());
+  ASSERT_TRUE(cb.take_transition(from, to));
+  EXPECT_EQ(to, circuit_breaker::state::open);
+  EXPECT_FALSE(cb.allow(t + 1h)) << "no half-open probes while held";
+  cb.on_success(); // a late answer from the lost host
+  EXPECT_EQ(cb.current(), circuit_breaker::state::open);
+  cb.release();
+  EXPECT_FALSE(cb.held());
+  EXPECT_EQ(cb.current(), circuit_breaker::state::closed);
+  ASSERT_TRUE(cb.take_transition(from, to));
+  EXPECT_EQ(to, circuit_breaker::state::closed);
+  EXPECT_TRUE(cb.allow(t + 1h));
+  cb.release(); // not held: nothing happens
+  EXPECT_FALSE(cb.take_transition(from, to));
+}
+
 } // namespace
 } // namespace butlers

@@ -220,6 +220,25 @@ TEST_F(Serialization, SessionTypes) {
   EXPECT_EQ(v[0].status, "stale");
 }
 
+TEST_F(Serialization, ClusterHello) {
+  // Handles are null here: without a middleman there is no proxy to make;
+  // the cluster tests send live ones between real nodes.
+  cluster_hello h;
+  h.node = "node-a";
+  registry_entry e;
+  e.name = "health";
+  e.node = "node-a";
+  h.entries = {e, e};
+  h.handles = {caf::actor{}, caf::actor{}};
+  auto x = round_trip(h);
+  EXPECT_EQ(x.node, "node-a");
+  ASSERT_EQ(x.entries.size(), 2u);
+  EXPECT_EQ(x.entries[1].name, "health");
+  EXPECT_EQ(x.handles.size(), 2u);
+  EXPECT_FALSE(x.cluster);
+  EXPECT_FALSE(x.switchboard);
+}
+
 TEST_F(Serialization, NamedStatements) {
   named_statement st{"request_replay", {"r-1", "ops", "why"}};
   auto a = round_trip(st);
