@@ -8,6 +8,7 @@
 
 #include "runtime/error.hpp"
 #include "runtime/messages.hpp"
+#include "runtime/threads.hpp"
 
 CAF_BEGIN_TYPE_ID_BLOCK(butlers, caf::first_custom_type_id)
 
@@ -42,6 +43,11 @@ CAF_BEGIN_TYPE_ID_BLOCK(butlers, caf::first_custom_type_id)
   CAF_ADD_ATOM(butlers, butlers, expire_atom, "expire")
   CAF_ADD_ATOM(butlers, butlers, replay_atom, "replay")
   CAF_ADD_ATOM(butlers, butlers, operate_atom, "operate")
+  CAF_ADD_ATOM(butlers, butlers, steer_atom, "steer")
+  CAF_ADD_ATOM(butlers, butlers, idle_atom, "idle")
+  CAF_ADD_ATOM(butlers, butlers, retire_atom, "retire")
+  CAF_ADD_ATOM(butlers, butlers, touch_atom, "touch")
+  CAF_ADD_ATOM(butlers, butlers, run_atom, "run")
 
   // -- message types
   // -----------------------------------------------------------
@@ -70,6 +76,11 @@ CAF_BEGIN_TYPE_ID_BLOCK(butlers, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(butlers, (std::vector<butlers::registry_entry>))
   CAF_ADD_TYPE_ID(butlers, (butlers::named_statement))
   CAF_ADD_TYPE_ID(butlers, (butlers::named_result))
+  CAF_ADD_TYPE_ID(butlers, (butlers::thread_turn))
+  CAF_ADD_TYPE_ID(butlers, (butlers::turn_result))
+  CAF_ADD_TYPE_ID(butlers, (butlers::steer_input))
+  CAF_ADD_TYPE_ID(butlers, (std::vector<butlers::steer_input>))
+  CAF_ADD_TYPE_ID(butlers, (butlers::steer_applied))
 
 CAF_END_TYPE_ID_BLOCK(butlers)
 
