@@ -217,7 +217,10 @@ using thread_directory_actor = caf::typed_actor<
   /// (run_id, thread_id, active).
   caf::reacts_to<run_atom, std::string, std::string, bool>,
   /// INTERNAL: the idle sweep.
-  caf::reacts_to<caf::tick_atom>>;
+  caf::reacts_to<caf::tick_atom>,
+  /// INTERNAL: wakes threads with runs left open (retried until the
+  /// database answered).
+  caf::reacts_to<resume_atom>>;
 
 // -- lifecycle
 // -----------------------------------------------------------------

@@ -94,6 +94,7 @@ void start_group(supervisor_ptr self) {
   tenv.cfg = s.threads;
   tenv.writer = st.writer;
   tenv.registry = st.registry;
+  tenv.reader = st.reader;
   tenv.hub = st.ctx->events;
   tenv.timeout = std::chrono::milliseconds{s.http.request_timeout_ms};
   st.threads = self->spawn<caf::linked>(thread_directory, std::move(tenv),

@@ -162,9 +162,9 @@ void write_run_state(thread_ptr self, const std::string& run_id,
 
 /// A run ended (or never started): its answer joins the transcript, the
 /// run leaves the active set, and the next queued run of its butler starts.
-void finish_run(thread_ptr self, const std::string& run_id,
-                const std::string& butler, std::string state, std::string kind,
-                std::string body, std::string detail, std::string error_class) {
+void finish_run(thread_ptr self, std::string run_id, std::string butler,
+                std::string state, std::string kind, std::string body,
+                std::string detail, std::string error_class) {
   auto& st = self->state;
   auto& act = activity(self);
   auto drop = [&](std::vector<thread_run>& xs) {
@@ -176,7 +176,7 @@ void finish_run(thread_ptr self, const std::string& run_id,
     xs.erase(i);
     return true;
   };
-  bool was_active = drop(act.runs);
+  drop(act.runs);
   drop(act.stopping);
   self->send(st.env->directory, run_atom_v, run_id, st.id, false);
   ++act.writes;
@@ -200,18 +200,46 @@ void finish_run(thread_ptr self, const std::string& run_id,
                      self->state.id, run_id, self->system().render(err));
         maybe_idle(self);
       });
-  if (was_active)
-    start_queued(self, butler);
+  // The next queued run of this butler starts unless another run (an
+  // interrupt's) is active already.
+  start_queued(self, butler);
+}
+
+/// Reserves the active slot of `butler` for run `run_id` at once (so no
+/// other start overtakes it), then looks the butler up and starts the run.
+void launch(thread_ptr self, std::string run_id, std::string butler,
+            std::string text) {
+  auto& st = self->state;
+  auto& act = activity(self);
+  act.runs.push_back(thread_run{run_id, butler, {}, {}, {}, false});
+  self->request(st.env->registry, st.env->timeout, lookup_atom_v, butler)
+    .then(
+      [self, run_id, butler, text](const caf::actor& hdl) {
+        auto& act = activity(self);
+        auto r = find_run(act.runs, run_id, false);
+        if (r == nullptr)
+          return; // cancelled meanwhile (and finished as such)
+        auto unsent = std::move(r->unsent);
+        act.runs.erase(act.runs.begin() + (r - act.runs.data()));
+        start_run(self, run_id, butler, caf::actor_cast<butler_actor>(hdl),
+                  text);
+        if (auto again = find_run(activity(self).runs, run_id, false))
+          again->unsent = std::move(unsent);
+      },
+      [self, run_id, butler](const caf::error&) {
+        finish_run(self, run_id, butler, "error", "error",
+                   "butler '" + butler + "' is not available", "",
+                   "target_unavailable");
+      });
 }
 
 /// Starts the oldest queued run of `butler`, if any and none is active.
 void start_queued(thread_ptr self, const std::string& butler) {
-  auto& st = self->state;
   auto& act = activity(self);
-  if (find_if(act.runs.begin(), act.runs.end(),
-              [&](const thread_run& r) {
-                return r.butler == butler;
-              })
+  if (std::find_if(act.runs.begin(), act.runs.end(),
+                   [&](const thread_run& r) {
+                     return r.butler == butler;
+                   })
       != act.runs.end())
     return;
   auto i = std::find_if(act.queued.begin(), act.queued.end(),
@@ -224,32 +252,8 @@ void start_queued(thread_ptr self, const std::string& butler) {
   }
   auto q = std::move(*i);
   act.queued.erase(i);
-  // Reserve the slot at once so no other start overtakes it; the handle
-  // arrives from the registry.
-  act.runs.push_back(thread_run{q.run_id, q.butler, {}, {}, {}, false});
   write_run_state(self, q.run_id, "accepted", "");
-  self->request(st.env->registry, st.env->timeout, lookup_atom_v, q.butler)
-    .then(
-      [self, q](const caf::actor& hdl) {
-        auto& act = activity(self);
-        auto r = find_run(act.runs, q.run_id, false);
-        if (r == nullptr)
-          return; // cancelled meanwhile
-        auto cancel = r->cancel;
-        auto unsent = std::move(r->unsent);
-        act.runs.erase(act.runs.begin() + (r - act.runs.data()));
-        start_run(self, q.run_id, q.butler, caf::actor_cast<butler_actor>(hdl),
-                  q.text);
-        if (auto again = find_run(activity(self).runs, q.run_id, false)) {
-          again->cancel = cancel;
-          again->unsent = std::move(unsent);
-        }
-      },
-      [self, q](const caf::error&) {
-        finish_run(self, q.run_id, q.butler, "error", "error",
-                   "butler '" + q.butler + "' is not available", "",
-                   "target_unavailable");
-      });
+  launch(self, std::move(q.run_id), std::move(q.butler), std::move(q.text));
 }
 
 /// Hands a run to its butler: route.execute with this thread as reply_to.
@@ -324,7 +328,13 @@ void cancel_run(thread_ptr self, const std::string& run_id) {
   auto run = std::move(*i);
   act.runs.erase(i);
   self->state.env->cancelled->inc();
-  if (!run.work_id.empty() && run.hdl)
+  if (!run.hdl) {
+    // Not handed to its butler yet (the lookup is out): nothing runs.
+    finish_run(self, run.run_id, run.butler, "cancelled", "cancelled",
+               "cancelled", "", "");
+    return;
+  }
+  if (!run.work_id.empty())
     caf::anon_send(run.hdl, cancel_atom_v, run.work_id);
   else
     run.cancel = true;
@@ -563,6 +573,50 @@ void process_next(thread_ptr self) {
       });
 }
 
+/// A new actor for a thread resumes what its predecessor left open (the
+/// node went down, or the supervisor restarted the group): runs still
+/// `accepted` or `running` are handed to their butler again — the route
+/// inbox dedupes on the run id, so a work item that exists is watched, not
+/// run twice — and queued runs wait again. Turns wait until this is done.
+void recover(thread_ptr self) {
+  auto& st = self->state;
+  auto& act = activity(self);
+  act.busy = true;
+  self
+    ->request(st.env->reader, st.env->timeout, read_atom_v,
+              named_statement{"thread_open_runs", {st.id}})
+    .then(
+      [self](const named_result& r) {
+        auto& act = activity(self);
+        std::vector<std::string> butlers;
+        for (auto& row : r.rows) {
+          if (row.size() < 4)
+            continue;
+          auto& run_id = row[0];
+          auto& butler = row[1];
+          self->send(self->state.env->directory, run_atom_v, run_id,
+                     self->state.id, true);
+          if (row[2] == "queued") {
+            act.queued.push_back(queued_run{run_id, butler, row[3]});
+            butlers.push_back(butler);
+          } else {
+            spdlog::info("thread {}: resuming run {}", self->state.id, run_id);
+            launch(self, run_id, butler, row[3]);
+          }
+        }
+        for (auto& b : butlers)
+          start_queued(self, b);
+        act.busy = false;
+        process_next(self);
+      },
+      [self](const caf::error& err) {
+        spdlog::warn("thread {}: open runs not read: {}", self->state.id,
+                     self->system().render(err));
+        activity(self).busy = false;
+        process_next(self);
+      });
+}
+
 } // namespace
 
 thread_actor::behavior_type thread(
@@ -571,6 +625,8 @@ thread_actor::behavior_type thread(
   self->state.id = std::move(id);
   self->state.env = std::move(env);
   self->state.idle_since_ms = now_ms();
+  if (self->state.env->reader)
+    recover(self);
   return {
     [self](turn_atom, thread_turn& t) -> caf::result<turn_result> {
       auto& st = self->state;
@@ -680,7 +736,9 @@ directory_entry& entry_for(directory_ptr self, const std::string& id) {
   auto& st = self->state;
   auto i = st.threads.find(id);
   if (i == st.threads.end()) {
-    auto hdl = self->spawn(thread, id, thread_env_ptr{st.env});
+    // Linked: when the directory goes (the supervisor restarts the group),
+    // its threads go with it; the new ones resume from the database.
+    auto hdl = self->spawn<caf::linked>(thread, id, thread_env_ptr{st.env});
     i = st.threads.emplace(id, directory_entry{hdl, 0, now_ms(), false}).first;
     st.spawned->inc();
     st.live->set(static_cast<int64_t>(st.threads.size()));
@@ -741,12 +799,48 @@ void sweep(directory_ptr self) {
   }
 }
 
+/// Wakes the threads that have runs left open by a previous run of the
+/// node (each resumes them as it starts); retried every second until the
+/// database answered once.
+void resume_open(directory_ptr self) {
+  auto& st = self->state;
+  if (st.resumed || !st.env->reader)
+    return;
+  if (st.ctx && !st.ctx->status.database_ready) {
+    // Resumed runs go to their butlers, which store work through the
+    // writer: wait until it is up.
+    self->delayed_send(self, std::chrono::milliseconds{200}, resume_atom_v);
+    return;
+  }
+  self
+    ->request(st.env->reader, st.env->timeout, read_atom_v,
+              named_statement{"thread_open_threads", {}})
+    .then(
+      [self](const named_result& r) {
+        auto& st = self->state;
+        if (!r.ok || st.resumed)
+          return;
+        st.resumed = true;
+        for (auto& row : r.rows)
+          if (!row.empty())
+            entry_for(self, row[0]);
+        if (!r.rows.empty())
+          spdlog::info("threads: woke {} thread(s) with open runs",
+                       r.rows.size());
+      },
+      [self](const caf::error&) {
+        // The reader (or the schema) is not up yet: ask again shortly.
+        self->delayed_send(self, std::chrono::seconds{1}, resume_atom_v);
+      });
+}
+
 } // namespace
 
 thread_directory_actor::behavior_type thread_directory(
   thread_directory_actor::stateful_pointer<thread_directory_state> self,
   thread_env env, node_context_ptr ctx) {
   auto& st = self->state;
+  st.ctx = ctx;
   auto& m = ctx->metrics;
   env.directory = caf::actor_cast<thread_directory_actor>(self);
   env.turns = &m.get_counter("butlers_thread_turns_total",
@@ -783,7 +877,25 @@ thread_directory_actor::behavior_type thread_directory(
   st.retired = &m.get_counter("butlers_threads_retired_total",
                               "Idle thread actors retired");
   st.env = std::make_shared<thread_env>(std::move(env));
+  // A thread that ends (retired, or failed) does not take the directory
+  // with it; one that failed is dropped and resumes on its next turn.
+  self->set_exit_handler([self](caf::exit_msg& msg) {
+    auto& st = self->state;
+    if (!msg.reason)
+      return; // a retired thread
+    for (auto i = st.threads.begin(); i != st.threads.end(); ++i) {
+      if (i->second.hdl.address() == msg.source) {
+        spdlog::warn("thread {} ended: {}", i->first,
+                     self->system().render(msg.reason));
+        st.threads.erase(i);
+        st.live->set(static_cast<int64_t>(st.threads.size()));
+        return;
+      }
+    }
+    self->quit(msg.reason);
+  });
   self->delayed_send(self, sweep_interval(st.env->cfg), caf::tick_atom_v);
+  resume_open(self);
   return {
     [self](turn_atom a, thread_turn& t) {
       auto& e = entry_for(self, t.thread_id);
@@ -819,6 +931,9 @@ thread_directory_actor::behavior_type thread_directory(
         runs[run_id] = thread_id;
       else
         runs.erase(run_id);
+    },
+    [self](resume_atom) {
+      resume_open(self);
     },
     [self](caf::tick_atom) {
       sweep(self);

@@ -26,6 +26,9 @@ struct thread_env {
   threads_config cfg;
   inbox_writer_actor writer;
   registry_actor registry;
+  /// Reads a thread's open runs when its actor starts (null: nothing to
+  /// resume, e.g. in benchmarks).
+  db_reader_actor reader;
   thread_directory_actor directory;
   /// May be null (no event streams, e.g. in benchmarks).
   std::shared_ptr<event_hub> hub;
@@ -130,6 +133,9 @@ struct thread_directory_state {
   std::unordered_map<std::string, directory_entry> threads;
   /// Run id → thread id, for active and queued runs.
   std::unordered_map<std::string, std::string> runs;
+  /// Threads left with open runs were woken (done once, at start).
+  bool resumed = false;
+  node_context_ptr ctx;
   gauge* live = nullptr;
   counter* spawned = nullptr;
   counter* retired = nullptr;

@@ -48,6 +48,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(butlers, caf::first_custom_type_id)
   CAF_ADD_ATOM(butlers, butlers, retire_atom, "retire")
   CAF_ADD_ATOM(butlers, butlers, touch_atom, "touch")
   CAF_ADD_ATOM(butlers, butlers, run_atom, "run")
+  CAF_ADD_ATOM(butlers, butlers, resume_atom, "resume")
 
   // -- message types
   // -----------------------------------------------------------

@@ -91,6 +91,31 @@ class Threads : public ::testing::Test {
       << node_->log();
   }
 
+  /// Kills the node (SIGKILL) and starts it again on the same database.
+  void crash_and_restart(const std::string& config_tail) {
+    node_->signal(SIGKILL);
+    ASSERT_TRUE(node_->wait_exit(10s));
+    node_ = std::make_unique<
+      node_process>("[node]\nname = \"threads-test\"\ndrain_deadline_s = 5\n"
+                    "[http]\nport = 0\nrequest_timeout_ms = 10000\n"
+                    "[scheduler]\nthreads = 2\n"
+                      + config_tail
+                      + "[[messenger.adapter]]\nkind = \"outbox\"\npath = \""
+                      + dir_ + "/outbox.jsonl\"\n",
+                    std::map<std::string, std::string>{
+                      {"BUTLERS_DATABASE_URL", url_}});
+    auto port = node_->wait_listening();
+    ASSERT_TRUE(port) << node_->log();
+    port_ = *port;
+    http_ = std::make_unique<http_client>("127.0.0.1", port_);
+    ASSERT_TRUE(eventually(
+      [&] {
+        return http_->get("/readyz").status == 200;
+      },
+      30s))
+      << node_->log();
+  }
+
   void TearDown() override {
     if (node_) {
       node_->signal(SIGTERM);
@@ -464,6 +489,22 @@ TEST_F(Threads, CancelByRunAndByThread) {
   EXPECT_NE(c.run_id, b.run_id);
 }
 
+TEST_F(Threads, CancellingTheActiveRunStartsTheQueuedOne) {
+  start(300, 3, 4);
+  auto a = turn("t-cq", "a1", "one");
+  ASSERT_EQ(a.status, 200);
+  auto q = turn("t-cq", "a2", "two", R"(,"mode":"queue")");
+  ASSERT_EQ(q.kind, "queued");
+  EXPECT_EQ(http_->post("/v1/runs/" + a.run_id + "/cancel", "").status, 200);
+  ASSERT_TRUE(eventually(
+    [&] {
+      return finished(a.run_id) && finished(q.run_id);
+    },
+    20s));
+  EXPECT_EQ(run_state(a.run_id), "cancelled");
+  EXPECT_EQ(run_state(q.run_id), "ok");
+}
+
 TEST_F(Threads, ManyThreadsRunAtOnce) {
   start(300, 2, 64);
   constexpr int n = 40;
@@ -594,6 +635,39 @@ TEST_F(Threads, IdleThreadsStopAndResume) {
                    "WHERE message_id = 'm2'"),
             scalar("SELECT max(cursor) FROM thread_transcript "
                    "WHERE message_id = 'm1'"));
+}
+
+TEST_F(Threads, RunsLeftOpenByACrashAreResumed) {
+  std::string general = "[[butler]]\nname = \"general\"\n"
+                        "max_concurrent_sessions = 4\n[butler.runtime]\n"
+                        "turn_ms = 1500\nturns = 2\n";
+  start(1500, 2, 4);
+  auto first = turn("t-crash", "c1", "survive this");
+  ASSERT_EQ(first.status, 200);
+  auto queued = turn("t-crash", "c2", "and then this", R"(,"mode":"queue")");
+  ASSERT_EQ(queued.kind, "queued");
+  ASSERT_TRUE(eventually(
+    [&] {
+      return run_state(first.run_id) == "running";
+    },
+    10s));
+  crash_and_restart(general);
+  // Nobody talks to the thread: the directory wakes it, the open run is
+  // handed to its butler again (which recovered the work item), and the
+  // queued run follows.
+  ASSERT_TRUE(eventually(
+    [&] {
+      return finished(first.run_id) && finished(queued.run_id);
+    },
+    40s))
+    << node_->log();
+  EXPECT_EQ(run_state(first.run_id), "ok");
+  EXPECT_EQ(run_state(queued.run_id), "ok");
+  EXPECT_EQ(scalar("SELECT count(*) FROM thread_transcript "
+                   "WHERE role = 'assistant'"),
+            2);
+  EXPECT_EQ(scalar("SELECT count(*) FROM route_work"), 2)
+    << "the resumed run found its work item; nothing ran twice as new";
 }
 
 } // namespace
