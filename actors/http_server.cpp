@@ -1016,7 +1016,10 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
       });
     if (ctx->events) {
       heartbeat = std::thread{[this] {
-        auto period = std::chrono::milliseconds{settings.threads.heartbeat_ms};
+        // Below the request timeout, which would close an idle stream.
+        auto period = std::chrono::milliseconds{
+          std::min<uint32_t>(settings.threads.heartbeat_ms,
+                             settings.http.request_timeout_ms / 2)};
         std::unique_lock<std::mutex> guard{heartbeat_mtx};
         while (!heartbeat_cv.wait_for(guard, period, [this] {
           return stopping;

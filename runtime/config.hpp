@@ -346,9 +346,9 @@ struct threads_config {
   /// are dropped and counted (the client backfills from the transcript).
   /// Default 256, range 1..100000.
   uint32_t subscriber_buffer = 256;
-  /// Milliseconds between keep-alive comments on idle event streams
-  /// (below http.request_timeout_ms, which would close them). Default 2000,
-  /// range 100..600000.
+  /// Milliseconds between keep-alive comments on idle event streams; at
+  /// most half of http.request_timeout_ms is used (a longer silence closes
+  /// them). Default 2000, range 100..600000.
   uint32_t heartbeat_ms = 2000;
 };
 
