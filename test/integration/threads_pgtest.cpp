@@ -4,7 +4,11 @@
 // run and by thread, both event stream scopes, many threads at once, and
 // idle stop and resume.
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -600,6 +604,56 @@ TEST_F(Threads, EventStreamsThreadScopeAndSummaryScope) {
   EXPECT_EQ(str(doc["messages"][0], "message_id"), "e2");
   EXPECT_EQ(str(doc["messages"][1], "role"), "assistant");
   EXPECT_EQ(http_->get("/v1/threads/t-ev/transcript?after=x").status, 400);
+}
+
+TEST_F(Threads, ASlowSubscriberHasEventsDroppedAndNeverSlowsTheRun) {
+  start(50, 60, 4, "[threads]\nsubscriber_buffer = 2\n");
+  // A client that subscribes and then never reads, with a tiny receive
+  // buffer: the server's socket fills up and stays busy.
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  int small = 4096;
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port_);
+  ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  std::string get = "GET /v1/threads/t-slow/events HTTP/1.1\r\nHost: x\r\n\r\n";
+  ASSERT_EQ(::send(fd, get.data(), get.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(get.size()));
+  // A reading subscriber of the same thread keeps up.
+  sse_client fast{port_, "/v1/threads/t-slow/events"};
+  ASSERT_TRUE(eventually(
+    [&] {
+      return fast.open();
+    },
+    10s));
+  auto first = turn("t-slow", "s0", "start");
+  ASSERT_EQ(first.status, 200);
+  // Large steers: each transcript event carries 500 KB, 20 MB in all, more
+  // than the kernel buffers between the node and the sleeping client.
+  std::string big(500000, 'x');
+  for (int i = 1; i <= 40; ++i) {
+    auto r = turn("t-slow", "s" + std::to_string(i), big);
+    ASSERT_EQ(r.status, 200) << r.body;
+  }
+  ASSERT_TRUE(eventually(
+    [&] {
+      return finished(first.run_id);
+    },
+    20s));
+  EXPECT_EQ(run_state(first.run_id), "ok") << "the run was not held up";
+  EXPECT_GT(metric("butlers_thread_events_dropped_total"), 0);
+  EXPECT_GE(fast.count("event: transcript"), 1u);
+  // Whatever a subscriber missed, the transcript has: the backfill.
+  auto tail = http_->get("/v1/threads/t-slow/transcript?after=0&limit=1000");
+  EXPECT_EQ(tail.status, 200);
+  EXPECT_NE(tail.body.find(R"("message_id" : "s40")"), std::string::npos);
+  EXPECT_EQ(scalar("SELECT count(*) FROM thread_transcript "
+                   "WHERE thread_id = 't-slow' AND role = 'user'"),
+            41);
+  ::close(fd);
 }
 
 TEST_F(Threads, IdleThreadsStopAndResume) {
