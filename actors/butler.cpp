@@ -198,7 +198,7 @@ void pump(butler_ptr self) {
     }
     auto me = caf::actor_cast<butler_actor>(self);
     auto hdl = self->spawn<caf::linked>(session, st.session, held.item,
-                                        held.env, me);
+                                        held.env, me, std::move(held.steer));
     auto item = held.item;
     st.running.emplace(item.work_id,
                        running_session{std::move(held), hdl,
@@ -233,7 +233,10 @@ void on_done(butler_ptr self, session_outcome& out) {
   st.session_duration->observe(ms_since(i->second.started));
   st.running.erase(i);
   st.finishing_items.emplace(out.work_id, out.lease_token);
-  if (out.state == "ok" && !out.reply.empty())
+  // A thread's run answers into the thread's transcript, not through the
+  // messenger.
+  if (out.state == "ok" && !out.reply.empty()
+      && held.item.trigger_source != "thread")
     notify_then_write(self, std::move(out), held.env);
   else
     write_outcome(self, std::move(out));
@@ -388,8 +391,13 @@ void store(butler_ptr self, route_request& req, route_envelope env,
         if (!r.duplicate) {
           ++st.status.accepted;
           st.accepted->inc();
-          st.pending.push_back(held_item{std::move(stored), std::move(env),
-                                         std::chrono::steady_clock::now()});
+          held_item held{std::move(stored),
+                         std::move(env),
+                         std::chrono::steady_clock::now(),
+                         {}};
+          if (held.item.trigger_source == "thread")
+            held.steer.observer = reply_to;
+          st.pending.push_back(std::move(held));
           pump(self);
         }
         update_gauges(self);
@@ -518,8 +526,10 @@ void tick(butler_ptr self) {
             st.recovered->inc();
             spdlog::info("butler {}: recovered work {} (attempts {})",
                          st.params.cfg.name, item.work_id, item.attempts);
-            st.pending.push_back(held_item{std::move(item), std::move(env),
-                                           std::chrono::steady_clock::now()});
+            st.pending.push_back(held_item{std::move(item),
+                                           std::move(env),
+                                           std::chrono::steady_clock::now(),
+                                           {}});
           }
           pump(self);
         },
@@ -699,6 +709,23 @@ butler_actor::behavior_type butler(
       write_outcome(self, std::move(out));
       update_gauges(self);
       return true;
+    },
+    [self](steer_atom, const std::string& work_id, steer_input& in) -> bool {
+      auto& st = self->state;
+      auto i = st.running.find(work_id);
+      if (i != st.running.end()) {
+        self->send(i->second.session, steer_atom_v, std::move(in));
+        return true;
+      }
+      for (auto& h : st.pending) {
+        if (h.item.work_id == work_id) {
+          // Still waiting for a slot: joins the pending input.
+          in.arrived_us = unix_now_us();
+          h.steer.pending.push_back(std::move(in));
+          return true;
+        }
+      }
+      return false;
     },
     [self](status_atom) {
       auto& st = self->state;

@@ -40,6 +40,9 @@ struct held_item {
   route_envelope env;
   /// When the butler accepted (or recovered) it.
   std::chrono::steady_clock::time_point since;
+  /// A thread's run: steer input that arrived while the item waited for a
+  /// slot, and the thread to tell when input is applied.
+  session_steer steer;
 };
 
 /// A session slot in use.

@@ -20,6 +20,7 @@
 
 #include "runtime/ingest.hpp"
 #include "runtime/json.hpp"
+#include "runtime/threads.hpp"
 
 namespace butlers {
 
@@ -130,6 +131,12 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
   std::condition_variable idle_cv;
   size_t in_flight = 0;
 
+  // -- event stream keep-alive ------------------------------------------------
+  std::thread heartbeat;
+  std::mutex heartbeat_mtx;
+  std::condition_variable heartbeat_cv;
+  bool stopping = false;
+
   // -- metrics
   // -----------------------------------------------------------------
   counter& requests_total;
@@ -232,6 +239,22 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
       butlers_api(req,
                   std::string{path.substr(std::min<size_t>(path.size(), 12))},
                   method);
+      return restinio::request_accepted();
+    }
+    if (path.substr(0, 12) == "/v1/threads/") {
+      threads_api(req, std::string{path.substr(12)}, method);
+      return restinio::request_accepted();
+    }
+    if (path.substr(0, 9) == "/v1/runs/") {
+      runs_api(req, std::string{path.substr(9)}, method);
+      return restinio::request_accepted();
+    }
+    if (path == "/v1/events/summary") {
+      if (!is_get)
+        respond_error(req, butlers_errc::not_found,
+                      "use GET for /v1/events/summary");
+      else
+        subscribe(req, {});
       return restinio::request_accepted();
     }
     if (path == "/metrics" && is_get) {
@@ -724,6 +747,326 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
       shared_from_this(), req, sb, timeout, a->second, id, who, why, arg);
   }
 
+  // -- threads (spec 003) -----------------------------------------------------
+
+  /// The thread directory, or an answer saying why there is none.
+  thread_directory_actor directory(const request_handle& req) {
+    auto dir = caf::actor_cast<thread_directory_actor>(ctx->threads());
+    if (!dir)
+      respond_error(req,
+                    ctx->status.database_configured
+                      ? butlers_errc::database_unavailable
+                      : butlers_errc::target_unavailable,
+                    ctx->status.database_configured
+                      ? "the thread directory is restarting"
+                      : "no database is configured on this node");
+    return dir;
+  }
+
+  /// A refused turn: the status it names, `code` the specific reason
+  /// (run_changed, run_active, overload_rejected, ...).
+  void respond_turn_error(const request_handle& req, const turn_result& r,
+                          restinio::write_status_cb_t on_written) {
+    auto status = static_cast<int>(r.status);
+    std::string cls = "internal_error";
+    if (status == 400 || status == 404 || status == 409)
+      cls = "validation_error";
+    else if (status == 429)
+      cls = "overload_rejected";
+    else if (status == 503)
+      cls = "target_unavailable";
+    else if (status == 504)
+      cls = "timeout";
+    std::string details = "[]";
+    if (!r.active_run_id.empty())
+      details = R"([{"active_run_id":)" + json::quote(r.active_run_id) + "}]";
+    auto resp = req->create_response(status_line(status));
+    resp.append_header(restinio::http_field::content_type, json_type);
+    if (status == 429 || status == 503 || status == 504)
+      resp.append_header(restinio::http_field::retry_after, "1");
+    resp
+      .set_body(R"({"error":{"class":)" + json::quote(cls) + R"(,"code":)"
+                + json::quote(r.error) + R"(,"message":)"
+                + json::quote(r.message) + R"(,"details":)" + details + "}}")
+      .done(std::move(on_written));
+  }
+
+  /// /v1/threads/{id}/turns (POST), /cancel (POST), /events (GET, SSE),
+  /// /transcript?after=CURSOR[&limit=N] (GET).
+  void threads_api(const request_handle& req, std::string rest,
+                   const restinio::http_method_id_t& method) {
+    auto slash = rest.find('/');
+    auto id = rest.substr(0, slash);
+    auto action = slash == std::string::npos ? std::string{}
+                                             : rest.substr(slash + 1);
+    bool is_post = method == restinio::http_method_post();
+    bool is_get = method == restinio::http_method_get();
+    bool known = (action == "turns" && is_post)
+                 || (action == "cancel" && is_post)
+                 || (action == "events" && is_get)
+                 || (action == "transcript" && is_get);
+    if (!known) {
+      respond_error(req, butlers_errc::not_found,
+                    "no route for " + std::string{method.c_str()}
+                      + " /v1/threads/" + rest);
+      return;
+    }
+    if (!valid_thread_id(id)) {
+      respond_error(req, butlers_errc::validation_error,
+                    "thread id must be 1..128 of [A-Za-z0-9._:-]");
+      return;
+    }
+    if (action == "events") {
+      subscribe(req, id);
+      return;
+    }
+    if (action == "transcript") {
+      transcript(req, id);
+      return;
+    }
+    if (ctx->status.draining) {
+      respond_error(req, butlers_errc::draining, "the node is shutting down");
+      return;
+    }
+    auto timeout = std::chrono::milliseconds{settings.http.request_timeout_ms};
+    if (action == "cancel") {
+      auto dir = directory(req);
+      if (!dir)
+        return;
+      enter();
+      sys.spawn(
+        [](caf::event_based_actor* bridge, std::shared_ptr<impl> self_ptr,
+           request_handle req, thread_directory_actor dir,
+           std::chrono::milliseconds timeout, std::string id) {
+          bridge->request(dir, timeout, cancel_atom_v, id, std::string{})
+            .then(
+              [self_ptr, req](uint32_t n) {
+                self_ptr->respond(req, restinio::status_ok(),
+                                  R"({"cancelled":)" + std::to_string(n) + "}",
+                                  json_type, [self_ptr](const auto&) {
+                                    self_ptr->leave();
+                                  });
+              },
+              [self_ptr, req](const caf::error& err) {
+                self_ptr->fail(req, err);
+              });
+        },
+        shared_from_this(), req, dir, timeout, id);
+      return;
+    }
+    auto type = req->header().opt_value_of(restinio::http_field::content_type);
+    if (!type || !is_json_media_type(*type)) {
+      respond_error(req, butlers_errc::unsupported_media_type,
+                    "Content-Type must be application/json");
+      return;
+    }
+    if (req->body().size() > settings.http.max_body_bytes) {
+      respond_error(req, butlers_errc::payload_too_large,
+                    "body exceeds http.max_body_bytes");
+      return;
+    }
+    thread_turn turn;
+    auto bad = parse_turn_body(req->body(), turn);
+    if (!bad.empty()) {
+      respond_error(req, butlers_errc::validation_error, bad);
+      return;
+    }
+    turn.thread_id = id;
+    auto dir = directory(req);
+    if (!dir)
+      return;
+    enter();
+    sys.spawn(
+      [](caf::event_based_actor* bridge, std::shared_ptr<impl> self_ptr,
+         request_handle req, thread_directory_actor dir,
+         std::chrono::milliseconds timeout, thread_turn turn) {
+        bridge->request(dir, timeout, turn_atom_v, std::move(turn))
+          .then(
+            [self_ptr, req](const turn_result& r) {
+              auto done = [self_ptr](const auto&) {
+                self_ptr->leave();
+              };
+              if (r.status != 200) {
+                self_ptr->respond_turn_error(req, r, done);
+                return;
+              }
+              self_ptr->respond(req, restinio::status_ok(),
+                                R"({"run_id":)" + json::quote(r.run_id)
+                                  + R"(,"kind":)" + json::quote(r.kind)
+                                  + R"(,"cursor":)" + std::to_string(r.cursor)
+                                  + R"(,"duplicate":)"
+                                  + (r.duplicate ? "true" : "false") + "}",
+                                json_type, done);
+            },
+            [self_ptr, req](const caf::error& err) {
+              self_ptr->fail(req, err);
+            });
+      },
+      shared_from_this(), req, dir, timeout, std::move(turn));
+  }
+
+  /// /v1/runs/{run_id}/cancel (POST).
+  void runs_api(const request_handle& req, std::string rest,
+                const restinio::http_method_id_t& method) {
+    auto slash = rest.find('/');
+    auto id = rest.substr(0, slash);
+    auto action = slash == std::string::npos ? std::string{}
+                                             : rest.substr(slash + 1);
+    if (method != restinio::http_method_post() || action != "cancel") {
+      respond_error(req, butlers_errc::not_found,
+                    "no route for " + std::string{method.c_str()} + " /v1/runs/"
+                      + rest);
+      return;
+    }
+    if (!is_uuid(id)) {
+      respond_error(req, butlers_errc::validation_error,
+                    "run id must be a UUID");
+      return;
+    }
+    auto dir = directory(req);
+    if (!dir)
+      return;
+    auto timeout = std::chrono::milliseconds{settings.http.request_timeout_ms};
+    enter();
+    sys.spawn(
+      [](caf::event_based_actor* bridge, std::shared_ptr<impl> self_ptr,
+         request_handle req, thread_directory_actor dir,
+         std::chrono::milliseconds timeout, std::string id) {
+        bridge->request(dir, timeout, cancel_atom_v, std::string{}, id)
+          .then(
+            [self_ptr, req](uint32_t n) {
+              self_ptr->respond(req,
+                                n > 0 ? restinio::status_ok()
+                                      : status_line(404),
+                                R"({"cancelled":)" + std::to_string(n) + "}",
+                                json_type, [self_ptr](const auto&) {
+                                  self_ptr->leave();
+                                });
+            },
+            [self_ptr, req](const caf::error& err) {
+              self_ptr->fail(req, err);
+            });
+      },
+      shared_from_this(), req, dir, timeout, id);
+  }
+
+  /// A non-negative integer query parameter; `fallback` when absent,
+  /// nullopt when malformed.
+  static std::optional<int64_t> query_int(std::string_view query,
+                                          std::string_view key,
+                                          int64_t fallback) {
+    size_t pos = 0;
+    while (pos <= query.size()) {
+      auto end = query.find('&', pos);
+      if (end == std::string_view::npos)
+        end = query.size();
+      auto part = query.substr(pos, end - pos);
+      if (part.size() > key.size() && part.substr(0, key.size()) == key
+          && part[key.size()] == '=') {
+        auto value = part.substr(key.size() + 1);
+        if (value.empty() || value.size() > 18)
+          return std::nullopt;
+        int64_t x = 0;
+        for (char c : value) {
+          if (c < '0' || c > '9')
+            return std::nullopt;
+          x = x * 10 + (c - '0');
+        }
+        return x;
+      }
+      pos = end + 1;
+    }
+    return fallback;
+  }
+
+  /// GET /v1/threads/{id}/transcript?after=CURSOR&limit=N: gap backfill.
+  void transcript(const request_handle& req, const std::string& id) {
+    auto query = req->header().query();
+    auto after = query_int(query, "after", 0);
+    auto limit = query_int(query, "limit", 500);
+    if (!after || !limit || *limit < 1 || *limit > 1000) {
+      respond_error(req, butlers_errc::validation_error,
+                    "query parameters: after (cursor, a non-negative "
+                    "integer) and limit (1..1000)");
+      return;
+    }
+    auto reader = caf::actor_cast<db_reader_actor>(ctx->reader());
+    if (!reader) {
+      respond_error(req, butlers_errc::database_unavailable,
+                    "no database reader on this node");
+      return;
+    }
+    auto timeout = std::chrono::milliseconds{settings.http.request_timeout_ms};
+    enter();
+    sys.spawn(
+      [](caf::event_based_actor* bridge, std::shared_ptr<impl> self_ptr,
+         request_handle req, db_reader_actor reader,
+         std::chrono::milliseconds timeout, named_statement stmt) {
+        bridge->request(reader, timeout, read_atom_v, std::move(stmt))
+          .then(
+            [self_ptr, req](const named_result& r) {
+              if (!r.ok || r.rows.empty() || r.rows[0].empty()) {
+                self_ptr->respond_error(req, butlers_errc::internal_error,
+                                        "transcript query failed", "[]",
+                                        [self_ptr](const auto&) {
+                                          self_ptr->leave();
+                                        });
+                return;
+              }
+              self_ptr->respond(req, restinio::status_ok(), r.rows[0][0],
+                                json_type, [self_ptr](const auto&) {
+                                  self_ptr->leave();
+                                });
+            },
+            [self_ptr, req](const caf::error& err) {
+              self_ptr->fail(req, err);
+            });
+      },
+      shared_from_this(), req, reader, timeout,
+      named_statement{"thread_transcript_read",
+                      {id, std::to_string(*after), std::to_string(*limit)}});
+  }
+
+  /// GET /v1/threads/{id}/events (thread scope) or /v1/events/summary
+  /// (`thread_id` empty): a server-sent event stream fed by the event hub.
+  /// Not counted as in flight: a stream lasts until the client leaves or
+  /// the server stops.
+  void subscribe(const request_handle& req, const std::string& thread_id) {
+    auto hub = ctx->events;
+    if (!hub) {
+      respond_error(req, butlers_errc::target_unavailable,
+                    "this node serves no event streams");
+      return;
+    }
+    if (hub->size() >= settings.threads.max_subscribers) {
+      respond_error(req, butlers_errc::overload_rejected,
+                    "threads.max_subscribers event streams are open");
+      return;
+    }
+    using stream = restinio::response_builder_t<restinio::chunked_output_t>;
+    auto out = std::make_shared<stream>(
+      req->create_response<restinio::chunked_output_t>());
+    out->append_header(restinio::http_field::content_type, "text/event-stream");
+    out->append_header(restinio::http_field::cache_control, "no-store");
+    std::string hello = thread_id.empty()
+                          ? ": summary stream\n\n"
+                          : ": thread stream " + thread_id + "\n\n";
+    out->append_chunk(std::move(hello));
+    out->flush();
+    auto sub = hub->subscribe(thread_id, [out](std::string chunk,
+                                               std::function<void(bool)> done) {
+      out->append_chunk(std::move(chunk));
+      out->flush([done](const asio::error_code& ec) {
+        done(!ec);
+      });
+    });
+    if (!sub) {
+      // Lost a race for the last place.
+      out->append_chunk(sse_frame("error", R"({"code":"overload_rejected"})"));
+      out->done();
+    }
+  }
+
   /// Answers a failed actor round trip and leaves the in-flight count.
   void fail(const request_handle& req, const caf::error& err) {
     auto self_ptr = shared_from_this();
@@ -805,6 +1148,22 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
       threads.emplace_back([this, work] {
         ioctx.run();
       });
+    if (ctx->events) {
+      heartbeat = std::thread{[this] {
+        // Below the request timeout, which would close an idle stream.
+        auto period = std::chrono::milliseconds{
+          std::min<uint32_t>(settings.threads.heartbeat_ms,
+                             settings.http.request_timeout_ms / 2)};
+        std::unique_lock<std::mutex> guard{heartbeat_mtx};
+        while (!heartbeat_cv.wait_for(guard, period, [this] {
+          return stopping;
+        })) {
+          guard.unlock();
+          ctx->events->heartbeat();
+          guard.lock();
+        }
+      }};
+    }
     try {
       server->open_sync();
     } catch (const std::exception& e) {
@@ -823,6 +1182,15 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
   }
 
   void stop() {
+    {
+      std::lock_guard<std::mutex> guard{heartbeat_mtx};
+      stopping = true;
+    }
+    heartbeat_cv.notify_all();
+    if (heartbeat.joinable())
+      heartbeat.join();
+    if (ctx->events)
+      ctx->events->close_all();
     if (server) {
       try {
         server->close_sync();

@@ -135,6 +135,10 @@ using butler_actor = caf::typed_actor<
   /// Cancels a work item: stops its session (a CLI's process group is
   /// killed) or drops it from the pending queue; true when it was here.
   caf::replies_to<cancel_atom, std::string>::with<bool>,
+  /// Steer input for work item `work_id`: handed to its running session, or
+  /// joined to its pending input while it waits for a slot; false when the
+  /// item is not here.
+  caf::replies_to<steer_atom, std::string, steer_input>::with<bool>,
   /// The pool and counters.
   caf::replies_to<status_atom>::with<butler_status>,
   /// INTERNAL: a session ended.
@@ -151,6 +155,10 @@ using butler_actor = caf::typed_actor<
 using session_actor = caf::typed_actor<
   /// Stops the run; the outcome is `cancelled`.
   caf::reacts_to<cancel_atom>,
+  /// Steer input: kept in the session's inbox until the next safe boundary
+  /// (before each runtime turn), where it is applied and reported to the
+  /// session's observer (the thread) as `steer_applied`.
+  caf::reacts_to<steer_atom, steer_input>,
   /// INTERNAL: the next scripted turn is due.
   caf::reacts_to<turn_atom>,
   /// INTERNAL: the session timeout passed.
@@ -202,6 +210,56 @@ using cluster_actor = caf::typed_actor<
   caf::reacts_to<peer_atom, std::string, caf::actor, std::string>,
   /// INTERNAL: the quarantine TTL of a lost node (name, loss epoch) passed.
   caf::reacts_to<expire_atom, std::string, uint64_t>>;
+
+// -- threads
+// -------------------------------------------------------------------
+
+/// One conversation thread (spec 003): serializes its turns, keeps at most
+/// one active run per butler, starts, steers, queues, interrupts and cancels
+/// runs, persists every user turn before it applies it, and publishes thread
+/// and summary events. Created on demand by the directory, retired by it
+/// when idle; everything it must remember is in the database.
+using thread_actor = caf::typed_actor<
+  /// A user turn: start-or-steer (or queue, interrupt, reject).
+  caf::replies_to<turn_atom, thread_turn>::with<turn_result>,
+  /// Cancels run `run_id`, or every active and queued run when "";
+  /// answers how many runs it cancelled.
+  caf::replies_to<cancel_atom, std::string>::with<uint32_t>,
+  /// Unix ms since which the thread has been idle (no run, queue or write);
+  /// -1 when busy.
+  caf::replies_to<idle_atom>::with<int64_t>,
+  /// The directory removed this thread: quit.
+  caf::reacts_to<retire_atom>,
+  /// A run's butler finished its work item (the route.execute reply_to).
+  caf::reacts_to<done_atom, route_response>,
+  /// A run's session applied steer inputs at a boundary.
+  caf::reacts_to<steer_atom, steer_applied>>;
+
+/// Maps thread id → thread actor: spawns threads on demand, forwards to
+/// them in arrival order, knows which thread runs which active run, and
+/// retires idle threads (`threads.idle_timeout_s`) with a handshake that
+/// never loses a turn: a thread is removed only when it reports idle and
+/// nothing was forwarded to it since it was asked.
+using thread_directory_actor = caf::typed_actor<
+  /// Forwards a turn to its thread (spawned when absent).
+  caf::replies_to<turn_atom, thread_turn>::with<turn_result>,
+  /// Cancel: (thread_id, "") cancels a thread's runs; ("", run_id) the
+  /// active run with that id. Answers how many runs were cancelled;
+  /// `not_found` for a run no live thread holds.
+  caf::replies_to<cancel_atom, std::string, std::string>::with<uint32_t>,
+  /// Makes sure the thread exists (spawning it idle); answers the number of
+  /// live threads.
+  caf::replies_to<touch_atom, std::string>::with<uint64_t>,
+  /// The number of live thread actors.
+  caf::replies_to<status_atom>::with<uint64_t>,
+  /// A thread's run became active (true) or ended (false):
+  /// (run_id, thread_id, active).
+  caf::reacts_to<run_atom, std::string, std::string, bool>,
+  /// INTERNAL: the idle sweep.
+  caf::reacts_to<caf::tick_atom>,
+  /// INTERNAL: wakes threads with runs left open (retried until the
+  /// database answered).
+  caf::reacts_to<resume_atom>>;
 
 // -- lifecycle
 // -----------------------------------------------------------------

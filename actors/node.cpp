@@ -122,6 +122,13 @@ int run_node(const node_settings& settings) {
   apply_connect_timeout(settings);
   auto ctx = std::make_shared<node_context>();
   ctx->status.database_configured = !settings.database.url.empty();
+  ctx->events = std::make_shared<
+    event_hub>(settings.threads.max_subscribers,
+               settings.threads.subscriber_buffer,
+               &ctx->metrics
+                  .get_counter("butlers_thread_events_dropped_total",
+                               "Event stream frames dropped because a "
+                               "subscriber's buffer was full"));
   caf::actor_system_config cfg;
   configure_caf(cfg, settings);
   caf::actor_system sys{cfg};

@@ -459,7 +459,7 @@ void start_fanout(switchboard_ptr self, inbox_ref ref, claim_result claim,
   }
   if (rq.fo.segments.empty()) {
     spdlog::error("request {}: stored plan has no segments", id);
-    done_classifying(self);
+    done_classifying(self, id);
     return;
   }
   // Wall-clock budget (§15.7), counted from receipt.
@@ -481,7 +481,7 @@ void start_fanout(switchboard_ptr self, inbox_ref ref, claim_result claim,
   st.in_progress->set(static_cast<int64_t>(st.requests.size()));
   self->delayed_send(self, std::chrono::microseconds{left}, expire_atom_v, id,
                      std::string{});
-  done_classifying(self);
+  done_classifying(self, id);
   advance(self, id);
 }
 
@@ -535,7 +535,7 @@ void plan_ready(switchboard_ptr self, inbox_ref ref, claim_result claim,
         // takes the request again.
         spdlog::warn("request {}: plan not stored: {}", ref.request_id,
                      to_string(err));
-        done_classifying(self);
+        done_classifying(self, ref.request_id);
       });
 }
 
@@ -600,7 +600,7 @@ void route_claimed(switchboard_ptr self, inbox_ref ref, claim_result claim) {
   auto reg = caf::actor_cast<registry_actor>(st.ctx->registry());
   if (!reg) {
     // Leave it 'progress': the lease expires and the cold path retries.
-    done_classifying(self);
+    done_classifying(self, ref.request_id);
     return;
   }
   self->request(reg, call_timeout, list_atom_v)
@@ -632,8 +632,8 @@ void route_claimed(switchboard_ptr self, inbox_ref ref, claim_result claim) {
         auto plan = route_by_rules(text, entries, rc.confidence_threshold);
         plan_ready(self, std::move(ref), std::move(claim), std::move(plan));
       },
-      [self](const caf::error&) {
-        done_classifying(self);
+      [self, id = ref.request_id](const caf::error&) {
+        done_classifying(self, id);
       });
 }
 

@@ -253,6 +253,44 @@ void start_delivery(session_ptr self) {
     std::move(adapters), std::move(notify), stop, me);
 }
 
+// -- steering -------------------------------------------------------------
+
+/// Most turns a scripted run adds for steer input that arrived during its
+/// last turn (each arrival gets a turn that sees it, up to this bound).
+constexpr uint32_t max_extra_turns = 64;
+
+/// A safe boundary before runtime turn `turn` (1-based): applies every
+/// steer input waiting, records the turn with what it saw, and tells the
+/// observer.
+void begin_turn(session_ptr self, uint32_t turn) {
+  auto& st = self->state;
+  auto now = unix_now_us();
+  steer_applied applied;
+  applied.work_id = st.item.work_id;
+  applied.turn = turn;
+  applied.applied_us = now;
+  applied.inputs = std::move(st.steer_inbox);
+  st.steer_inbox.clear();
+  if (!st.turn_log.empty())
+    st.turn_log += ',';
+  st.turn_log += R"({"turn":)" + std::to_string(turn) + R"(,"started_us":)"
+                 + std::to_string(now) + R"(,"steers":[)";
+  for (size_t i = 0; i < applied.inputs.size(); ++i) {
+    auto& in = applied.inputs[i];
+    if (i > 0)
+      st.turn_log += ',';
+    st.turn_log += R"({"message_id":)" + json::quote(in.message_id)
+                   + R"(,"arrived_us":)" + std::to_string(in.arrived_us)
+                   + R"(,"arrived_turn":)" + std::to_string(in.arrived_turn)
+                   + R"(,"waited_us":)" + std::to_string(now - in.arrived_us)
+                   + "}";
+  }
+  st.turn_log += "]}";
+  if (!applied.inputs.empty() && st.observer)
+    self->send(caf::actor_cast<thread_actor>(st.observer), steer_atom_v,
+               std::move(applied));
+}
+
 } // namespace
 
 std::string cli_prompt(const std::string& butler, const route_envelope& env) {
@@ -274,8 +312,14 @@ std::string cli_prompt(const std::string& butler, const route_envelope& env) {
 
 session_actor::behavior_type session(
   session_actor::stateful_pointer<session_state> self, session_params params,
-  work_item item, route_envelope env, butler_actor butler) {
+  work_item item, route_envelope env, butler_actor butler,
+  session_steer steer) {
   auto& st = self->state;
+  st.steer_inbox = std::move(steer.pending);
+  st.observer = std::move(steer.observer);
+  for (auto& in : st.steer_inbox)
+    if (in.arrived_us == 0)
+      in.arrived_us = unix_now_us();
   st.params = std::move(params);
   st.item = std::move(item);
   st.env = std::move(env);
@@ -291,6 +335,7 @@ session_actor::behavior_type session(
     st.script = make_script(st.params.runtime, st.params.butler,
                             st.item.work_id, st.env.prompt, st.env.request_id,
                             split_attempt(st.env.segment_id).second);
+    begin_turn(self, 1);
     self->delayed_send(self, st.script.turn, turn_atom_v);
   }
   return {
@@ -302,11 +347,28 @@ session_actor::behavior_type session(
         *st.stop = true;
       fail(self, "internal_error", "cancelled", false, "cancelled");
     },
+    [self](steer_atom, steer_input& in) {
+      auto& st = self->state;
+      if (st.finished)
+        return;
+      in.arrived_us = unix_now_us();
+      in.arrived_turn = st.turn + 1;
+      st.steer_inbox.push_back(std::move(in));
+    },
     [self](turn_atom) {
       auto& st = self->state;
       if (st.finished)
         return;
-      if (++st.turn < st.script.turns) {
+      ++st.turn;
+      // Input that arrived during the last turn still gets a turn that
+      // sees it (bounded).
+      bool more = st.turn < st.script.turns
+                  || (!st.steer_inbox.empty()
+                      && st.extra_turns < max_extra_turns);
+      if (more) {
+        if (st.turn >= st.script.turns)
+          ++st.extra_turns;
+        begin_turn(self, st.turn + 1);
         self->delayed_send(self, st.script.turn, turn_atom_v);
         return;
       }
@@ -316,7 +378,8 @@ session_actor::behavior_type session(
         return;
       }
       std::string result = R"({"reply":)" + json::quote(st.script.reply)
-                           + R"(,"turns":)" + std::to_string(st.turn) + "}";
+                           + R"(,"turns":)" + std::to_string(st.turn)
+                           + R"(,"turn_log":[)" + st.turn_log + "]}";
       succeed(self, std::move(result), st.script.reply);
     },
     [self](caf::timeout_atom) {

@@ -29,6 +29,14 @@ struct session_params {
   std::vector<delivery_adapter_config> adapters;
 };
 
+/// A run's steer channel: input that arrived before the session started
+/// (it joined the work item's pending input), and who hears about applied
+/// input (the thread that owns the run; null for routed work).
+struct session_steer {
+  std::vector<steer_input> pending;
+  caf::actor observer;
+};
+
 struct session_state {
   static inline const char* name = "session";
   session_params params;
@@ -39,6 +47,15 @@ struct session_state {
   /// scripted: the script and the turns done so far.
   scripted_script script;
   uint32_t turn = 0;
+  /// Steer inputs not yet applied (drained at the next boundary), and who
+  /// hears about applied ones.
+  std::vector<steer_input> steer_inbox;
+  caf::actor observer;
+  /// scripted: one JSON object per turn begun, with its start time and the
+  /// message ids of the steer inputs applied at the boundary before it.
+  std::string turn_log;
+  /// scripted: turns added because steer input arrived during the last one.
+  uint32_t extra_turns = 0;
   /// cli: the running program (its group is killed on cancel and exit).
   std::shared_ptr<subprocess> proc;
   /// delivery: set to stop retrying.
@@ -50,7 +67,7 @@ struct session_state {
 /// A running session (see `session_actor`).
 session_actor::behavior_type session(
   session_actor::stateful_pointer<session_state> self, session_params params,
-  work_item item, route_envelope env, butler_actor butler);
+  work_item item, route_envelope env, butler_actor butler, session_steer steer);
 
 /// The prompt a CLI runtime gets: the butler's role, the request context as
 /// data, and the user's text fenced as untrusted data (spec 001 §6.1).

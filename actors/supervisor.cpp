@@ -16,6 +16,7 @@
 #include "actors/inbox_writer.hpp"
 #include "actors/registry.hpp"
 #include "actors/switchboard.hpp"
+#include "actors/thread.hpp"
 
 namespace butlers {
 
@@ -117,6 +118,16 @@ void start_group(supervisor_ptr self) {
   if (auto cl = caf::actor_cast<cluster_actor>(st.ctx->cluster()))
     self->send(cl, local_atom_v, std::move(hello),
                caf::actor_cast<caf::actor>(st.registry));
+  thread_env tenv;
+  tenv.cfg = s.threads;
+  tenv.writer = st.writer;
+  tenv.registry = st.registry;
+  tenv.reader = st.reader;
+  tenv.hub = st.ctx->events;
+  tenv.timeout = std::chrono::milliseconds{s.http.request_timeout_ms};
+  st.threads = self->spawn<caf::linked>(thread_directory, std::move(tenv),
+                                        st.ctx);
+  st.ctx->set_threads(caf::actor_cast<caf::actor>(st.threads));
 }
 
 bool is_child(supervisor_ptr self, const caf::actor_addr& addr) {
@@ -128,7 +139,8 @@ bool is_child(supervisor_ptr self, const caf::actor_addr& addr) {
          || (st.switchboard && addr == st.switchboard.address())
          || (st.scanner && addr == st.scanner.address())
          || (st.registry && addr == st.registry.address())
-         || (st.reader && addr == st.reader.address());
+         || (st.reader && addr == st.reader.address())
+         || (st.threads && addr == st.threads.address());
 }
 
 } // namespace
@@ -162,6 +174,8 @@ supervisor_actor::behavior_type supervisor(
                     .count());
     st.ctx->set_switchboard(nullptr);
     st.ctx->set_registry(nullptr);
+    st.ctx->set_threads(nullptr);
+    self->send_exit(st.threads, caf::exit_reason::kill);
     self->send_exit(st.writer, caf::exit_reason::kill);
     self->send_exit(st.switchboard, caf::exit_reason::kill);
     self->send_exit(st.scanner, caf::exit_reason::kill);
@@ -174,6 +188,7 @@ supervisor_actor::behavior_type supervisor(
     st.scanner = nullptr;
     st.registry = nullptr;
     st.reader = nullptr;
+    st.threads = nullptr;
     st.butlers.clear();
     st.ctx->set_reader(nullptr);
     st.restarting = true;

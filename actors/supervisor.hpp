@@ -24,6 +24,7 @@ struct supervisor_state {
   registry_actor registry;
   db_reader_actor reader;
   std::vector<butler_actor> butlers;
+  thread_directory_actor threads;
   /// Consecutive restarts, for the backoff.
   uint32_t restarts = 0;
   /// A restart is scheduled (children of the old group may still report

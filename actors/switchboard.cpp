@@ -33,39 +33,74 @@ int64_t now_us() {
 /// skipped, never processed twice.
 void pump(switchboard_ptr self) {
   auto& st = self->state;
-  while (st.active < st.cfg.workers && !st.queue.empty()
+  auto i = st.queue.begin();
+  while (st.active < st.cfg.workers && i != st.queue.end()
          && st.requests.size() + st.active < st.cfg.max_in_progress) {
-    auto ref = std::move(st.queue.front());
-    st.queue.pop_front();
+    // Per-source-thread order: a request whose thread already has one with
+    // a worker waits (in place) for it; later requests of other threads go
+    // ahead.
+    std::string key;
+    auto k = st.order_keys.find(i->request_id);
+    if (k != st.order_keys.end()) {
+      key = k->second;
+      if (st.held_keys.count(key) > 0) {
+        ++i;
+        continue;
+      }
+      st.order_keys.erase(k);
+    }
+    auto ref = std::move(*i);
+    i = st.queue.erase(i);
     ++st.active;
+    if (!key.empty()) {
+      ++st.held_keys[key];
+      st.classifying[ref.request_id] = key;
+    }
     st.process_latency->observe(
       static_cast<double>(now_us() - ref.received_at_us) / 1000.0);
     self->request(st.writer, writer_timeout, claim_atom_v, ref)
       .then(
         [self, ref](claim_result& claim) {
           if (!claim.claimed) {
-            done_classifying(self);
+            done_classifying(self, ref.request_id);
             return;
           }
           route_claimed(self, ref, std::move(claim));
         },
-        [self](const caf::error&) {
+        [self, ref](const caf::error&) {
           // Still 'accepted': the cold path retries it.
-          done_classifying(self);
+          done_classifying(self, ref.request_id);
         });
   }
   st.queue_depth->set(static_cast<int64_t>(st.queue.size()));
 }
 
-void done_classifying(switchboard_ptr self) {
-  --self->state.active;
+void done_classifying(switchboard_ptr self, const std::string& request_id) {
+  auto& st = self->state;
+  --st.active;
+  auto c = st.classifying.find(request_id);
+  if (c != st.classifying.end()) {
+    auto h = st.held_keys.find(c->second);
+    if (h != st.held_keys.end() && --h->second == 0)
+      st.held_keys.erase(h);
+    st.classifying.erase(c);
+  }
   pump(self);
 }
 
-bool offer(switchboard_ptr self, inbox_ref ref) {
+std::string order_key_of(const request_context& ctx) {
+  if (ctx.source_thread_identity.empty())
+    return {};
+  return ctx.source_channel + '\x1f' + ctx.source_endpoint_identity + '\x1f'
+         + ctx.source_thread_identity;
+}
+
+bool offer(switchboard_ptr self, inbox_ref ref, std::string order_key) {
   auto& st = self->state;
   if (st.queue.size() >= st.cfg.queue_capacity)
     return false;
+  if (!order_key.empty())
+    st.order_keys[ref.request_id] = std::move(order_key);
   st.queue.push_back(std::move(ref));
   return true;
 }
@@ -226,13 +261,14 @@ switchboard_actor::behavior_type switchboard(switchboard_ptr self,
       auto rp = self->make_response_promise<append_result>();
       inbox_ref ref{rec.context.request_id, rec.context.received_at_us};
       auto key = rec.dedupe_key;
+      auto order = order_key_of(rec.context);
       // No timeout: the writer answers every append within one flush, or
       // at once with "unavailable"; if it dies, the supervisor restarts
       // this actor with it. A CAF timeout here would cost two wake-ups of
       // CAF's clock thread per request (the HTTP side keeps the deadline).
       self->request(st.writer, caf::infinite, append_atom_v, std::move(rec))
         .then(
-          [self, rp, ref, key](append_result& res) mutable {
+          [self, rp, ref, key, order](append_result& res) mutable {
             auto& st = self->state;
             --st.in_flight;
             st.inflight_requests->set(st.in_flight);
@@ -244,7 +280,7 @@ switchboard_actor::behavior_type switchboard(switchboard_ptr self,
               st.received->inc();
               spdlog::debug("dedupe: key {} accepted as request {}", key,
                             res.request_id);
-              if (offer(self, ref)) {
+              if (offer(self, ref, order)) {
                 st.enqueued_hot->inc();
                 pump(self);
               } else {

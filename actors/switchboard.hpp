@@ -55,6 +55,13 @@ struct switchboard_state {
   /// Workers busy with a claimed message (bounded by workers): claiming
   /// and classifying; free again once the subrequests are out.
   uint32_t active = 0;
+  /// Causal order (spec 001 §10.9): the source-thread key of each queued
+  /// request that has one, and the keys of requests a worker holds; a
+  /// queued request waits while its key is held, later ones of other keys
+  /// go ahead. Both bounded by the queue and the workers.
+  std::unordered_map<std::string, std::string> order_keys;
+  std::unordered_map<std::string, std::string> classifying;
+  std::unordered_map<std::string, uint32_t> held_keys;
   routing_settings routing;
   /// Requests whose subrequests are out (bounded by max_in_progress).
   std::unordered_map<std::string, tracked_request> requests;
@@ -135,11 +142,19 @@ caf::result<std::string> operate(switchboard_ptr self,
 void hand_to_messenger(switchboard_ptr self, std::string notify,
                        std::function<void(route_response)> done);
 
-/// Frees a classification worker and pumps the hot path.
-void done_classifying(switchboard_ptr self);
+/// Frees the classification worker of `request_id` (and the hold on its
+/// source thread) and pumps the hot path.
+void done_classifying(switchboard_ptr self, const std::string& request_id);
 
 /// Offers a stored message to the hot path; false when the queue is full.
-bool offer(switchboard_ptr self, inbox_ref ref);
+/// `order_key` names its source thread ("" = none): messages with the same
+/// key are classified and dispatched one at a time, in the order offered
+/// (spec 001 §10.9), while other keys proceed in parallel.
+bool offer(switchboard_ptr self, inbox_ref ref, std::string order_key = {});
+
+/// The causal-order key of a request: channel, endpoint and source thread,
+/// or "" when the channel names no thread.
+std::string order_key_of(const request_context& ctx);
 
 /// Starts workers while there is queued work and room.
 void pump(switchboard_ptr self);

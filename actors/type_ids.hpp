@@ -8,6 +8,7 @@
 
 #include "runtime/error.hpp"
 #include "runtime/messages.hpp"
+#include "runtime/threads.hpp"
 
 CAF_BEGIN_TYPE_ID_BLOCK(butlers, caf::first_custom_type_id)
 
@@ -48,6 +49,12 @@ CAF_BEGIN_TYPE_ID_BLOCK(butlers, caf::first_custom_type_id)
   CAF_ADD_ATOM(butlers, butlers, peer_atom, "peer")
   CAF_ADD_ATOM(butlers, butlers, local_atom, "local")
   CAF_ADD_ATOM(butlers, butlers, hosts_atom, "hosts")
+  CAF_ADD_ATOM(butlers, butlers, steer_atom, "steer")
+  CAF_ADD_ATOM(butlers, butlers, idle_atom, "idle")
+  CAF_ADD_ATOM(butlers, butlers, retire_atom, "retire")
+  CAF_ADD_ATOM(butlers, butlers, touch_atom, "touch")
+  CAF_ADD_ATOM(butlers, butlers, run_atom, "run")
+  CAF_ADD_ATOM(butlers, butlers, resume_atom, "resume")
 
   // -- message types
   // -----------------------------------------------------------
@@ -78,6 +85,11 @@ CAF_BEGIN_TYPE_ID_BLOCK(butlers, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(butlers, (butlers::named_result))
   CAF_ADD_TYPE_ID(butlers, (butlers::cluster_hello))
   CAF_ADD_TYPE_ID(butlers, (std::vector<uint64_t>))
+  CAF_ADD_TYPE_ID(butlers, (butlers::thread_turn))
+  CAF_ADD_TYPE_ID(butlers, (butlers::turn_result))
+  CAF_ADD_TYPE_ID(butlers, (butlers::steer_input))
+  CAF_ADD_TYPE_ID(butlers, (std::vector<butlers::steer_input>))
+  CAF_ADD_TYPE_ID(butlers, (butlers::steer_applied))
 
 CAF_END_TYPE_ID_BLOCK(butlers)
 

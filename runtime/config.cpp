@@ -775,6 +775,17 @@ void read_scheduler(parser& p, const toml::table& t, scheduler_config& c) {
   s.finish();
 }
 
+void read_threads(parser& p, const toml::table& t, threads_config& c) {
+  section s{p, t, "threads"};
+  s.integer("idle_timeout_s", c.idle_timeout_s, 1, 86400);
+  s.integer("max_queued_runs", c.max_queued_runs, 1, 1000);
+  s.integer("max_pending_turns", c.max_pending_turns, 1, 10000);
+  s.integer("max_subscribers", c.max_subscribers, 1, 100000);
+  s.integer("subscriber_buffer", c.subscriber_buffer, 1, 100000);
+  s.integer("heartbeat_ms", c.heartbeat_ms, 100, 600000);
+  s.finish();
+}
+
 void read_root(parser& p, const toml::table& root) {
   auto& out = p.settings;
   section s{p, root, ""};
@@ -822,6 +833,8 @@ void read_root(parser& p, const toml::table& root) {
     read_cluster(p, *t, out.cluster);
   if (auto t = s.table("scheduler"))
     read_scheduler(p, *t, out.scheduler);
+  if (auto t = s.table("threads"))
+    read_threads(p, *t, out.threads);
   s.finish();
 }
 
@@ -1000,13 +1013,20 @@ bool operator==(const scheduler_config& x, const scheduler_config& y) {
          == std::tie(y.threads, y.policy, y.max_throughput);
 }
 
+bool operator==(const threads_config& x, const threads_config& y) {
+  return std::tie(x.idle_timeout_s, x.max_queued_runs, x.max_pending_turns,
+                  x.max_subscribers, x.subscriber_buffer, x.heartbeat_ms)
+         == std::tie(y.idle_timeout_s, y.max_queued_runs, y.max_pending_turns,
+                     y.max_subscribers, y.subscriber_buffer, y.heartbeat_ms);
+}
+
 bool operator==(const node_settings& x, const node_settings& y) {
   return std::tie(x.node, x.database, x.http, x.switchboard, x.router,
                   x.policies, x.butlers, x.messenger, x.connectors, x.cluster,
-                  x.scheduler)
+                  x.scheduler, x.threads)
          == std::tie(y.node, y.database, y.http, y.switchboard, y.router,
                      y.policies, y.butlers, y.messenger, y.connectors,
-                     y.cluster, y.scheduler);
+                     y.cluster, y.scheduler, y.threads);
 }
 
 // -- config_error -------------------------------------------------------------
@@ -1517,6 +1537,14 @@ std::string to_toml(const node_settings& s) {
       << "threads = " << sc.threads << '\n'
       << "policy = " << quote(sc.policy) << '\n'
       << "max_throughput = " << sc.max_throughput << '\n';
+  auto& th = s.threads;
+  out << "\n[threads]\n"
+      << "idle_timeout_s = " << th.idle_timeout_s << '\n'
+      << "max_queued_runs = " << th.max_queued_runs << '\n'
+      << "max_pending_turns = " << th.max_pending_turns << '\n'
+      << "max_subscribers = " << th.max_subscribers << '\n'
+      << "subscriber_buffer = " << th.subscriber_buffer << '\n'
+      << "heartbeat_ms = " << th.heartbeat_ms << '\n';
   for (auto& b : s.butlers) {
     out << "\n[[butler]]\n"
         << "name = " << quote(b.name) << '\n'

@@ -356,6 +356,31 @@ struct cluster_config {
   bool hosts(const std::string& name) const;
 };
 
+/// `[threads]`: conversation threads (spec 003).
+struct threads_config {
+  /// Seconds a thread without an active run, queued run or pending write
+  /// stays in memory before its actor is retired (its state is in the
+  /// database). Default 300, range 1..86400.
+  uint32_t idle_timeout_s = 300;
+  /// Runs queued behind an active run (mode "queue") per thread; beyond it
+  /// a turn answers 429. Default 16, range 1..1000.
+  uint32_t max_queued_runs = 16;
+  /// Turns waiting while the thread persists the previous one; beyond it a
+  /// turn answers 429. Default 64, range 1..10000.
+  uint32_t max_pending_turns = 64;
+  /// Open event streams (thread and summary together); beyond it a new
+  /// stream answers 429. Default 1024, range 1..100000.
+  uint32_t max_subscribers = 1024;
+  /// Events buffered per stream while its socket is busy; further events
+  /// are dropped and counted (the client backfills from the transcript).
+  /// Default 256, range 1..100000.
+  uint32_t subscriber_buffer = 256;
+  /// Milliseconds between keep-alive comments on idle event streams; at
+  /// most half of http.request_timeout_ms is used (a longer silence closes
+  /// them). Default 2000, range 100..600000.
+  uint32_t heartbeat_ms = 2000;
+};
+
 /// `[scheduler]`: CAF's scheduler.
 struct scheduler_config {
   /// Worker threads; 0 means one per core. Default 0, range 0..1024.
@@ -399,6 +424,8 @@ struct node_settings {
   cluster_config cluster;
   /// `[scheduler]`.
   scheduler_config scheduler;
+  /// `[threads]`.
+  threads_config threads;
   /// File the settings were read from; "" when not from a file.
   std::string path;
   /// Where each key and table was written, by dotted key ("http.bind",
@@ -427,6 +454,7 @@ bool operator==(const messenger_config& x, const messenger_config& y);
 bool operator==(const connector_config& x, const connector_config& y);
 bool operator==(const cluster_config& x, const cluster_config& y);
 bool operator==(const scheduler_config& x, const scheduler_config& y);
+bool operator==(const threads_config& x, const threads_config& y);
 
 /// Compares every section; `path` and `positions` (where the settings came
 /// from, not what they are) are ignored.

@@ -7,6 +7,7 @@
 
 #include <caf/actor.hpp>
 
+#include "runtime/event_hub.hpp"
 #include "runtime/metrics.hpp"
 
 namespace butlers {
@@ -92,12 +93,28 @@ struct node_context {
     return reader_;
   }
 
+  /// Publishes the thread directory (a `thread_directory_actor`; null
+  /// while the supervisor restarts its group).
+  void set_threads(caf::actor hdl) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    threads_ = std::move(hdl);
+  }
+  caf::actor threads() const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return threads_;
+  }
+
+  /// The thread API's event streams (set by the node before any actor
+  /// starts; null when the node serves none).
+  std::shared_ptr<event_hub> events;
+
  private:
   mutable std::mutex mtx_;
   caf::actor switchboard_;
   caf::actor registry_;
   caf::actor reader_;
   caf::actor cluster_;
+  caf::actor threads_;
 };
 
 using node_context_ptr = std::shared_ptr<node_context>;

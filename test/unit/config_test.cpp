@@ -1618,3 +1618,35 @@ TEST(config, shipped_node_toml_is_valid) {
   defaults.connectors.clear();
   EXPECT_EQ(defaults, node_settings{});
 }
+
+// -- [threads] ----------------------------------------------------------------
+
+TEST(config, threads_defaults_keys_and_checks) {
+  auto defaults = parse_config("", "t.toml");
+  ASSERT_TRUE(defaults.settings);
+  auto& d = defaults.settings->threads;
+  EXPECT_EQ(d.idle_timeout_s, 300u);
+  EXPECT_EQ(d.max_queued_runs, 16u);
+  EXPECT_EQ(d.max_pending_turns, 64u);
+  EXPECT_EQ(d.max_subscribers, 1024u);
+  EXPECT_EQ(d.subscriber_buffer, 256u);
+  EXPECT_EQ(d.heartbeat_ms, 2000u);
+  auto res = parse_config("[threads]\nidle_timeout_s = 5\nmax_queued_runs = 2\n"
+                          "max_pending_turns = 3\nmax_subscribers = 4\n"
+                          "subscriber_buffer = 5\nheartbeat_ms = 600\n",
+                          "t.toml");
+  ASSERT_TRUE(res.errors.empty()) << dump(res.errors);
+  auto& t = res.settings->threads;
+  EXPECT_EQ(t.idle_timeout_s, 5u);
+  EXPECT_EQ(t.max_queued_runs, 2u);
+  EXPECT_EQ(t.max_pending_turns, 3u);
+  EXPECT_EQ(t.max_subscribers, 4u);
+  EXPECT_EQ(t.subscriber_buffer, 5u);
+  EXPECT_EQ(t.heartbeat_ms, 600u);
+  auto round = parse_config(to_toml(*res.settings), "again.toml");
+  ASSERT_TRUE(round.settings) << dump(round.errors);
+  EXPECT_EQ(round.settings->threads, t);
+  auto zero = parse_config("[threads]\nidle_timeout_s = 0\n", "t.toml");
+  ASSERT_FALSE(zero.errors.empty());
+  EXPECT_EQ(zero.errors[0].key, "threads.idle_timeout_s");
+}

@@ -258,5 +258,46 @@ TEST_F(Serialization, ButlersErrors) {
   EXPECT_EQ(message_of(y), "down");
 }
 
+TEST_F(Serialization, ThreadMessages) {
+  thread_turn t{"t-1", "m-1", "hello", "queue", "run-0", "health"};
+  auto t2 = round_trip(t);
+  EXPECT_EQ(t2.thread_id, "t-1");
+  EXPECT_EQ(t2.message_id, "m-1");
+  EXPECT_EQ(t2.text, "hello");
+  EXPECT_EQ(t2.mode, "queue");
+  EXPECT_EQ(t2.expected_run_id, "run-0");
+  EXPECT_EQ(t2.butler, "health");
+  turn_result r;
+  r.run_id = "run-1";
+  r.kind = "steer";
+  r.status = 409;
+  r.error = "run_changed";
+  r.message = "m";
+  r.active_run_id = "run-2";
+  r.cursor = 42;
+  r.duplicate = true;
+  auto r2 = round_trip(r);
+  EXPECT_EQ(r2.run_id, "run-1");
+  EXPECT_EQ(r2.kind, "steer");
+  EXPECT_EQ(r2.status, 409u);
+  EXPECT_EQ(r2.error, "run_changed");
+  EXPECT_EQ(r2.active_run_id, "run-2");
+  EXPECT_EQ(r2.cursor, 42);
+  EXPECT_TRUE(r2.duplicate);
+  steer_input in{"m-2", "more", 1, 2, 3};
+  steer_applied a{"w-1", 4, 5, {in, in}};
+  auto a2 = round_trip(a);
+  EXPECT_EQ(a2.work_id, "w-1");
+  EXPECT_EQ(a2.turn, 4u);
+  EXPECT_EQ(a2.applied_us, 5);
+  ASSERT_EQ(a2.inputs.size(), 2u);
+  EXPECT_EQ(a2.inputs[1].message_id, "m-2");
+  EXPECT_EQ(a2.inputs[1].text, "more");
+  EXPECT_EQ(a2.inputs[1].accepted_us, 1);
+  EXPECT_EQ(a2.inputs[1].arrived_us, 2);
+  EXPECT_EQ(a2.inputs[1].arrived_turn, 3u);
+  EXPECT_EQ(round_trip(std::vector<steer_input>{in}).size(), 1u);
+}
+
 } // namespace
 } // namespace butlers

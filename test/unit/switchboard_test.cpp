@@ -25,6 +25,10 @@ struct writer_script {
   bool hold_appends = false;
   /// Grant claims (else answer "held by someone else").
   bool grant_claims = true;
+  /// Keep claims unanswered until the test answers them (`claim_promises`,
+  /// parallel to `claims`).
+  bool hold_claims = false;
+  std::vector<caf::typed_response_promise<claim_result>> claim_promises;
   std::vector<caf::typed_response_promise<append_result>> held;
   std::vector<inbox_record> appends;
   std::vector<inbox_ref> claims;
@@ -53,8 +57,13 @@ inbox_writer_actor::behavior_type fake_writer(
       }
       return append_result{rec.context.request_id, false};
     },
-    [script](claim_atom, inbox_ref& ref) {
+    [self, script](claim_atom, inbox_ref& ref) -> caf::result<claim_result> {
       script->claims.push_back(ref);
+      if (script->hold_claims) {
+        auto rp = self->make_response_promise<claim_result>();
+        script->claim_promises.push_back(rp);
+        return rp;
+      }
       return claim_result{script->grant_claims, 7, {}};
     },
     [script](complete_atom, completion& c) {
@@ -70,17 +79,28 @@ inbox_writer_actor::behavior_type fake_writer(
     [](work_atom, work_op&) {
       return work_result{};
     },
-    [](exec_atom, named_statement&) {
+    // The test's hand on a held claim (inside the actor, where promises
+    // are delivered): {"release_claim", {request_id}} answers it "held
+    // elsewhere".
+    [script](exec_atom, named_statement& st) {
+      if (st.query == "release_claim")
+        for (size_t i = 0; i < script->claims.size(); ++i)
+          if (script->claims[i].request_id == st.params.at(0))
+            script->claim_promises[i].deliver(claim_result{false, 0, {}});
       return named_result{};
     },
     [](link_atom, uint32_t, bool, const std::string&) {},
   };
 }
 
-inbox_record record(const std::string& id, const std::string& key) {
+inbox_record record(const std::string& id, const std::string& key,
+                    const std::string& thread = {}) {
   inbox_record r;
   r.context.request_id = id;
   r.context.received_at_us = 1;
+  r.context.source_channel = "telegram";
+  r.context.source_endpoint_identity = "bot";
+  r.context.source_thread_identity = thread;
   r.dedupe_key = key;
   return r;
 }
@@ -102,9 +122,28 @@ struct Switchboard : test::deterministic_fixture {
     sched.run();
   }
 
-  void ingest(const std::string& id, const std::string& key) {
-    self->send(sb, ingest_atom_v, record(id, key));
+  void ingest(const std::string& id, const std::string& key,
+              const std::string& thread = {}) {
+    self->send(sb, ingest_atom_v, record(id, key, thread));
     sched.run();
+  }
+
+  /// Request ids of the claims so far, in order.
+  std::vector<std::string> claimed() {
+    std::vector<std::string> out;
+    for (auto& c : script->claims)
+      out.push_back(c.request_id);
+    return out;
+  }
+
+  /// Answers the held claim of `id` ("held elsewhere": the worker lets go).
+  void release(const std::string& id) {
+    self->send(writer, exec_atom_v, named_statement{"release_claim", {id}});
+    sched.run();
+    self->receive([](named_result&) {}, caf::after(0s) >>
+                                          [] {
+                                            ADD_FAILURE() << "no reply";
+                                          });
   }
 
   /// The next reply in our mailbox: an append_result or an error code.
@@ -240,6 +279,47 @@ TEST_F(Switchboard, ColdPathTakesWhatFits) {
   EXPECT_EQ(script->claims.size(), 3u) << "every taken row is claimed first";
   EXPECT_TRUE(script->completions.empty())
     << "a row someone else holds is never processed";
+}
+
+TEST_F(Switchboard, SameSourceThreadIsClassifiedInArrivalOrderWithAPoolOf3) {
+  switchboard_config sc;
+  sc.workers = 3;
+  script->hold_claims = true;
+  start(sc);
+  // Arrival: a1 a2 b1 a3 b2 c1 (three source threads, interleaved).
+  ingest("a1", "k-a1", "chat-a");
+  ingest("a2", "k-a2", "chat-a");
+  ingest("b1", "k-b1", "chat-b");
+  ingest("a3", "k-a3", "chat-a");
+  ingest("b2", "k-b2", "chat-b");
+  ingest("c1", "k-c1", "chat-c");
+  // Three workers, three threads: one message of each thread at a time;
+  // a2, a3 and b2 wait for their predecessors although workers are free
+  // of other keys.
+  EXPECT_EQ(claimed(), (std::vector<std::string>{"a1", "b1", "c1"}));
+  // b1 is done: b2 (next of chat-b) goes, not a2 (chat-a still busy).
+  release("b1");
+  EXPECT_EQ(claimed(), (std::vector<std::string>{"a1", "b1", "c1", "b2"}));
+  release("c1");
+  release("b2");
+  EXPECT_EQ(claimed().size(), 4u) << "chat-a's next waits for a1";
+  release("a1");
+  EXPECT_EQ(claimed().back(), "a2");
+  release("a2");
+  EXPECT_EQ(claimed(),
+            (std::vector<std::string>{"a1", "b1", "c1", "b2", "a2", "a3"}));
+}
+
+TEST_F(Switchboard, MessagesWithoutAThreadUseThePoolFreely) {
+  switchboard_config sc;
+  sc.workers = 3;
+  script->hold_claims = true;
+  start(sc);
+  for (int i = 0; i < 4; ++i)
+    ingest("n" + std::to_string(i), "k-n" + std::to_string(i));
+  EXPECT_EQ(claimed(), (std::vector<std::string>{"n0", "n1", "n2"}));
+  release("n1");
+  EXPECT_EQ(claimed().back(), "n3");
 }
 
 } // namespace

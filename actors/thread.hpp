@@ -1,0 +1,150 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <caf/typed_response_promise.hpp>
+
+#include "actors/interfaces.hpp"
+#include "runtime/config.hpp"
+#include "runtime/event_hub.hpp"
+#include "runtime/metrics.hpp"
+#include "runtime/node_status.hpp"
+
+namespace butlers {
+
+/// What every thread actor of a node shares (one instance, read-only once
+/// the directory has filled in its own handle).
+struct thread_env {
+  threads_config cfg;
+  inbox_writer_actor writer;
+  registry_actor registry;
+  /// Reads a thread's open runs when its actor starts (null: nothing to
+  /// resume, e.g. in benchmarks).
+  db_reader_actor reader;
+  thread_directory_actor directory;
+  /// May be null (no event streams, e.g. in benchmarks).
+  std::shared_ptr<event_hub> hub;
+  /// Bound on a round trip to the writer, the registry or a butler.
+  std::chrono::milliseconds timeout{10000};
+  // -- metrics ---------------------------------------------------------------
+  counter* turns = nullptr;
+  counter* started = nullptr;
+  counter* steered = nullptr;
+  counter* steers_applied = nullptr;
+  counter* queued = nullptr;
+  counter* interrupted = nullptr;
+  counter* conflicts = nullptr;
+  counter* overload = nullptr;
+  counter* cancelled = nullptr;
+  counter* duplicates = nullptr;
+  histogram* steer_wait = nullptr;
+};
+
+using thread_env_ptr = std::shared_ptr<const thread_env>;
+
+/// A run of a thread, active or stopping.
+struct thread_run {
+  std::string run_id;
+  std::string butler;
+  butler_actor hdl;
+  /// The butler's work item, once it stored it ("" before).
+  std::string work_id;
+  /// Steer input accepted before the butler stored the item.
+  std::vector<steer_input> unsent;
+  /// Cancel once the work item is known.
+  bool cancel = false;
+};
+
+/// A run waiting behind the active run of its butler (mode "queue").
+struct queued_run {
+  std::string run_id;
+  std::string butler;
+  std::string text;
+};
+
+/// A turn waiting while the thread decides the previous one.
+struct pending_turn {
+  thread_turn turn;
+  caf::typed_response_promise<turn_result> rp;
+};
+
+/// Everything a thread holds only while it has something going on; null
+/// when idle, so an idle thread is small.
+struct thread_activity {
+  /// Active runs, at most one per butler.
+  std::vector<thread_run> runs;
+  /// Runs cancelled or interrupted whose outcome has not arrived.
+  std::vector<thread_run> stopping;
+  std::deque<queued_run> queued;
+  std::deque<pending_turn> turns;
+  /// Outcomes that arrived while a turn was being decided (applied after,
+  /// so a turn's decision and its effect see the same runs).
+  std::vector<route_response> deferred;
+  /// A turn is being decided or persisted.
+  bool busy = false;
+  /// Writes in flight (run replies and state changes).
+  uint32_t writes = 0;
+  /// The recent message ids answered by this activation and their answers
+  /// (bounded): a retry is recognized before the 409 checks.
+  std::deque<std::pair<std::string, turn_result>> recent;
+
+  bool empty() const {
+    return runs.empty() && stopping.empty() && queued.empty() && turns.empty()
+           && deferred.empty() && !busy && writes == 0;
+  }
+};
+
+struct thread_state {
+  static inline const char* name = "thread";
+  std::string id;
+  thread_env_ptr env;
+  std::unique_ptr<thread_activity> act;
+  /// Unix ms since which the thread has nothing going on.
+  int64_t idle_since_ms = 0;
+};
+
+/// A conversation thread (see `thread_actor`).
+thread_actor::behavior_type thread(
+  thread_actor::stateful_pointer<thread_state> self, std::string id,
+  thread_env_ptr env);
+
+/// A live thread as the directory knows it.
+struct directory_entry {
+  thread_actor hdl;
+  /// Messages forwarded to it; a retire handshake succeeds only if this did
+  /// not change while the thread was asked.
+  uint64_t seq = 0;
+  /// Unix ms of the last forward (or of the idle time the thread reported).
+  int64_t last_ms = 0;
+  bool asking = false;
+};
+
+struct thread_directory_state {
+  static inline const char* name = "thread_directory";
+  std::shared_ptr<thread_env> env;
+  std::unordered_map<std::string, directory_entry> threads;
+  /// Run id → thread id, for active and queued runs.
+  std::unordered_map<std::string, std::string> runs;
+  /// Threads left with open runs were woken (done once, at start).
+  bool resumed = false;
+  node_context_ptr ctx;
+  gauge* live = nullptr;
+  counter* spawned = nullptr;
+  counter* retired = nullptr;
+};
+
+/// The thread directory (see `thread_directory_actor`). `env.directory` is
+/// filled in with the directory's own handle.
+thread_directory_actor::behavior_type thread_directory(
+  thread_directory_actor::stateful_pointer<thread_directory_state> self,
+  thread_env env, node_context_ptr ctx);
+
+} // namespace butlers

@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# Thread benchmark (issue 6): (a) idle thread actors — creation rate and
+# resident memory for 100,000 and 1,000,000 threads, bytes per thread;
+# (b) steer latency over loopback HTTP against a scripted run.
+#
+#   test/bench/run_thread_bench.sh [--threads K] [--steers N] [--turn-ms T]
+#                                  [--build-dir DIR]
+#
+# setup -> build butlers-node and butlers_thread_bench -> (a) in-process,
+# one process per size -> PostgreSQL 15 in a temporary directory -> a node
+# on a free loopback port -> (b) -> everything stopped and removed.
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
+
+threads=8
+steers=1000
+turn_ms=50
+build_dir="$ROOT/build"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --threads) threads=${2:?--threads needs a number}; shift ;;
+    --steers) steers=${2:?--steers needs a number}; shift ;;
+    --turn-ms) turn_ms=${2:?--turn-ms needs milliseconds}; shift ;;
+    --build-dir) build_dir=${2:?--build-dir needs a directory}; shift ;;
+    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    *) die "unknown argument '$1' (see --help)" ;;
+  esac
+  shift
+done
+[[ $threads =~ ^[0-9]+$ ]] && [ "$threads" -ge 1 ] && [ "$threads" -le 64 ] ||
+  die "--threads takes 1..64"
+[[ $steers =~ ^[0-9]+$ ]] && [ "$steers" -ge 10 ] && [ "$steers" -le 100000 ] ||
+  die "--steers takes 10..100000"
+[[ $turn_ms =~ ^[0-9]+$ ]] && [ "$turn_ms" -ge 1 ] && [ "$turn_ms" -le 10000 ] ||
+  die "--turn-ms takes 1..10000"
+
+"$ROOT/scripts/setup.sh"
+log "building butlers-node and butlers_thread_bench in $build_dir"
+BUILD_TARGET=butlers-node build "$build_dir" -DBUTLERS_SANITIZE=
+BUILD_TARGET=butlers_thread_bench build "$build_dir" -DBUTLERS_SANITIZE=
+node_bin="$build_dir/butlers-node"
+bench_bin=$(find "$build_dir" -name butlers_thread_bench -type f -perm -u+x |
+  head -n 1)
+[ -x "$node_bin" ] || die "no $node_bin after the build"
+[ -n "$bench_bin" ] || die "no butlers_thread_bench under $build_dir"
+
+echo "## (a) idle thread actors"
+echo
+echo "| threads | live | created/s | seconds | RSS before MiB | RSS after MiB | bytes/thread |"
+echo "|---|---|---|---|---|---|---|"
+for n in 100000 1000000; do
+  timeout 600 "$bench_bin" idle "$n"
+done
+echo
+
+work=$(mktemp -d /tmp/butlers-thread-bench.XXXXXX)
+chmod 755 "$work"
+pgdir="$work/pg"
+node_pid=""
+
+stop_node() {
+  [ -n "$node_pid" ] || return 0
+  if kill -0 "$node_pid" 2>/dev/null; then
+    kill -TERM "$node_pid" 2>/dev/null || true
+    for _ in $(seq 1 150); do
+      kill -0 "$node_pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    if kill -0 "$node_pid" 2>/dev/null; then
+      log "node did not stop within 15 s; killing it"
+      kill -KILL "$node_pid" 2>/dev/null || true
+    fi
+  fi
+  wait "$node_pid" 2>/dev/null || true
+  node_pid=""
+}
+
+cleanup() {
+  stop_node
+  pg_stop "$pgdir"
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+pg_port=$(free_port)
+log "starting PostgreSQL on port $pg_port ($pgdir)"
+pg_start "$pgdir" "$pg_port"
+pg_createdb "$pgdir" "$pg_port" butlers_bench
+export BUTLERS_DATABASE_URL="host=$pgdir port=$pg_port dbname=butlers_bench user=postgres"
+
+# Runs long enough to take every steer: the steers take about
+# steers x 11 ms spread over the threads.
+turns=$(( steers * 12 / turn_ms + 100 ))
+cat >"$work/node.toml" <<EOF
+[node]
+name = "thread-bench"
+log_level = "warn"
+drain_deadline_s = 5
+
+[http]
+port = 0
+threads = 1
+
+[scheduler]
+threads = 2
+
+[[butler]]
+name = "general"
+max_concurrent_sessions = $threads
+session_timeout_s = 3600
+
+[butler.runtime]
+turn_ms = $turn_ms
+turns = $turns
+EOF
+"$node_bin" check-config "$work/node.toml" >/dev/null ||
+  die "the generated node configuration is invalid"
+log "starting the node"
+"$node_bin" run --config "$work/node.toml" >"$work/node.out" \
+  2>"$work/node.err" &
+node_pid=$!
+node_failed() {
+  tail -n 30 "$work/node.err" >&2 || true
+  die "$1"
+}
+for _ in $(seq 1 600); do
+  grep -q '"event":"listening"' "$work/node.out" 2>/dev/null && break
+  kill -0 "$node_pid" 2>/dev/null || node_failed "the node exited on start"
+  sleep 0.1
+done
+listen_line=$(grep -m 1 '"event":"listening"' "$work/node.out" || true)
+[ -n "$listen_line" ] || node_failed "no listening line in 60 s"
+node_port=$(sed -n 's/.*"port":\([0-9][0-9]*\).*/\1/p' <<<"$listen_line")
+ready=""
+for _ in $(seq 1 300); do
+  code=$(curl -s -o /dev/null -m 2 -w '%{http_code}' \
+    "http://127.0.0.1:$node_port/readyz" || true)
+  if [ "$code" = "200" ]; then ready=1; break; fi
+  kill -0 "$node_pid" 2>/dev/null || node_failed "the node exited before it was ready"
+  sleep 0.1
+done
+[ -n "$ready" ] || node_failed "GET /readyz did not answer 200 within 30 s"
+
+echo "## (b) steer latency ($threads threads, $steers steers, turn_ms $turn_ms)"
+echo
+timeout 600 "$bench_bin" steer "$node_port" --threads "$threads" \
+  --steers "$steers"
