@@ -408,14 +408,9 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
                         + (res.duplicate ? R"("deduped")" : R"("accepted")")
                         + R"(,"duplicate":)"
                         + (res.duplicate ? "true" : "false") + "}";
-    // In flight until the bytes are out, so a drain that waits for idle
-    // never closes a connection under a pending reply.
     observe(p->started);
-    auto self_ptr = shared_from_this();
     respond(p->req, status_line(202), std::move(reply), json_type,
-            [self_ptr](const auto&) {
-              self_ptr->leave();
-            });
+            leave_when_written());
   }
 
   void ingest_failed(uint64_t token, butlers_errc code, std::string msg) {
@@ -425,10 +420,7 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
     if (msg.empty())
       msg = to_string(code);
     observe(p->started);
-    auto self_ptr = shared_from_this();
-    respond_error(p->req, code, msg, "[]", [self_ptr](const auto&) {
-      self_ptr->leave();
-    });
+    respond_error(p->req, code, msg, "[]", leave_when_written());
   }
 
   /// Answers 504 for every tracked request past its deadline.
@@ -530,9 +522,7 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
                 }
                 out += "]}";
                 self_ptr->respond(req, restinio::status_ok(), std::move(out),
-                                  json_type, [self_ptr](const auto&) {
-                                    self_ptr->leave();
-                                  });
+                                  json_type, self_ptr->leave_when_written());
               },
               [self_ptr, req](const caf::error& err) {
                 self_ptr->fail(req, err);
@@ -593,9 +583,8 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
                                               : status_line(404),
                                         std::string{R"({"cancelled":)"}
                                           + (found ? "true" : "false") + "}",
-                                        json_type, [self_ptr](const auto&) {
-                                          self_ptr->leave();
-                                        });
+                                        json_type,
+                                        self_ptr->leave_when_written());
                     },
                     [self_ptr, req](const caf::error& err) {
                       self_ptr->fail(req, err);
@@ -616,9 +605,8 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
                     if (status == 429 || status == 503)
                       resp.append_header(restinio::http_field::retry_after,
                                          "1");
-                    resp.set_body(to_json(r)).done([self_ptr](const auto&) {
-                      self_ptr->leave();
-                    });
+                    resp.set_body(to_json(r))
+                      .done(self_ptr->leave_when_written());
                   },
                   [self_ptr, req](const caf::error& err) {
                     self_ptr->fail(req, err);
@@ -627,9 +615,7 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
             [self_ptr, req, name](const caf::error&) {
               self_ptr->respond_error(req, butlers_errc::not_found,
                                       "no butler named '" + name + "'", "[]",
-                                      [self_ptr](const auto&) {
-                                        self_ptr->leave();
-                                      });
+                                      self_ptr->leave_when_written());
             });
       },
       shared_from_this(), req, reg, timeout, name, std::move(body), work_id);
@@ -672,15 +658,11 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
                 if (r.rows.empty()) {
                   self_ptr->respond_error(req, butlers_errc::not_found,
                                           "no request " + id, "[]",
-                                          [self_ptr](const auto&) {
-                                            self_ptr->leave();
-                                          });
+                                          self_ptr->leave_when_written());
                   return;
                 }
                 self_ptr->respond(req, restinio::status_ok(), r.rows[0][0],
-                                  json_type, [self_ptr](const auto&) {
-                                    self_ptr->leave();
-                                  });
+                                  json_type, self_ptr->leave_when_written());
               },
               [self_ptr, req](const caf::error& err) {
                 self_ptr->fail(req, err);
@@ -736,9 +718,7 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
           .then(
             [self_ptr, req](const std::string& body) {
               self_ptr->respond(req, restinio::status_ok(), body, json_type,
-                                [self_ptr](const auto&) {
-                                  self_ptr->leave();
-                                });
+                                self_ptr->leave_when_written());
             },
             [self_ptr, req](const caf::error& err) {
               self_ptr->fail(req, err);
@@ -843,9 +823,7 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
               [self_ptr, req](uint32_t n) {
                 self_ptr->respond(req, restinio::status_ok(),
                                   R"({"cancelled":)" + std::to_string(n) + "}",
-                                  json_type, [self_ptr](const auto&) {
-                                    self_ptr->leave();
-                                  });
+                                  json_type, self_ptr->leave_when_written());
               },
               [self_ptr, req](const caf::error& err) {
                 self_ptr->fail(req, err);
@@ -883,9 +861,7 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
         bridge->request(dir, timeout, turn_atom_v, std::move(turn))
           .then(
             [self_ptr, req](const turn_result& r) {
-              auto done = [self_ptr](const auto&) {
-                self_ptr->leave();
-              };
+              auto done = self_ptr->leave_when_written();
               if (r.status != 200) {
                 self_ptr->respond_turn_error(req, r, done);
                 return;
@@ -939,9 +915,7 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
                                 n > 0 ? restinio::status_ok()
                                       : status_line(404),
                                 R"({"cancelled":)" + std::to_string(n) + "}",
-                                json_type, [self_ptr](const auto&) {
-                                  self_ptr->leave();
-                                });
+                                json_type, self_ptr->leave_when_written());
             },
             [self_ptr, req](const caf::error& err) {
               self_ptr->fail(req, err);
@@ -1008,15 +982,11 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
               if (!r.ok || r.rows.empty() || r.rows[0].empty()) {
                 self_ptr->respond_error(req, butlers_errc::internal_error,
                                         "transcript query failed", "[]",
-                                        [self_ptr](const auto&) {
-                                          self_ptr->leave();
-                                        });
+                                        self_ptr->leave_when_written());
                 return;
               }
               self_ptr->respond(req, restinio::status_ok(), r.rows[0][0],
-                                json_type, [self_ptr](const auto&) {
-                                  self_ptr->leave();
-                                });
+                                json_type, self_ptr->leave_when_written());
             },
             [self_ptr, req](const caf::error& err) {
               self_ptr->fail(req, err);
@@ -1069,19 +1039,25 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
 
   /// Answers a failed actor round trip and leaves the in-flight count.
   void fail(const request_handle& req, const caf::error& err) {
-    auto self_ptr = shared_from_this();
     auto msg = message_of(err);
     if (msg.empty())
       msg = to_string(code_of(err));
-    respond_error(req, code_of(err), msg, "[]", [self_ptr](const auto&) {
-      self_ptr->leave();
-    });
+    respond_error(req, code_of(err), msg, "[]", leave_when_written());
   }
 
   void observe(std::chrono::steady_clock::time_point started) {
     using ms = std::chrono::duration<double, std::milli>;
     accept_latency.observe(
       ms{std::chrono::steady_clock::now() - started}.count());
+  }
+
+  /// The write callback that ends a request's time in flight once its
+  /// response has left (or failed to leave) through the socket, so a drain
+  /// that waits for idle never closes a connection under a pending reply.
+  restinio::write_status_cb_t leave_when_written() {
+    return [self_ptr = shared_from_this()](const auto&) {
+      self_ptr->leave();
+    };
   }
 
   void enter() {

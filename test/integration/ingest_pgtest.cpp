@@ -567,7 +567,10 @@ TEST_F(Ingest, DatabaseDownAnswers503ThenRecoversWithoutRestart) {
 }
 
 TEST_F(Ingest, SigkillDuringIngestLosesNothingAndProcessesOnce) {
-  const std::string cfg = "[switchboard]\nlease_s = 2\n"
+  // Sixteen classification workers: each holds its slot through three
+  // commits (claim, plan, the butler's accept), so the default three would
+  // make this a test of the disk's fsync rate rather than of recovery.
+  const std::string cfg = "[switchboard]\nlease_s = 2\nworkers = 16\n"
                           "scanner_interval_s = 1\nscanner_grace_s = 1\n"
                           "scanner_batch_size = 500\n";
   start(cfg);
