@@ -120,6 +120,44 @@ void deliver(batch_waiters& w, const caf::error& err) {
 /// Hands pending work to idle connections, one transaction each.
 void send_batch(writer_ptr self, int idx, bool ordered);
 
+/// A butler storing a new work item (its route.execute accept) is an
+/// independent insert, like a new request: it may ride the append lane.
+bool is_work_append(const work_op& op) {
+  return op.kind == work_op_kind::append;
+}
+
+bool has_work_appends(writer_ptr self) {
+  auto& work = self->state.pending.work;
+  return std::any_of(work.begin(), work.end(), is_work_append);
+}
+
+/// Moves up to `room` pending work appends (and their waiters) into `batch`,
+/// keeping the order of everything else.
+size_t take_work_appends(writer_ptr self, write_batch& batch,
+                         batch_waiters& waiters, size_t room) {
+  auto& st = self->state;
+  auto& work = st.pending.work;
+  auto& waiting = st.pending_waiters.work;
+  size_t taken = 0;
+  size_t keep = 0;
+  for (size_t i = 0; i < work.size(); ++i) {
+    if (taken < room && is_work_append(work[i])) {
+      batch.work.push_back(std::move(work[i]));
+      waiters.work.push_back(std::move(waiting[i]));
+      ++taken;
+    } else {
+      if (keep != i) {
+        work[keep] = std::move(work[i]);
+        waiting[keep] = std::move(waiting[i]);
+      }
+      ++keep;
+    }
+  }
+  work.resize(keep);
+  waiting.resize(keep);
+  return taken;
+}
+
 /// Hands pending work to free connections: lifecycle and routing writes
 /// (claims, completions, work items, named statements) together with any
 /// appends that fit, on the ordered lane; appends alone on the others.
@@ -133,7 +171,7 @@ void dispatch(writer_ptr self) {
     int idx;
     if (has_ordered && (idx = ordered_connection(self)) >= 0)
       send_batch(self, idx, true);
-    else if (!st.pending.appends.empty()
+    else if ((!st.pending.appends.empty() || has_work_appends(self))
              && (idx = append_connection(self)) >= 0)
       send_batch(self, idx, false);
     else
@@ -162,6 +200,10 @@ void send_batch(writer_ptr self, int idx, bool ordered) {
   // their own (a single connection).
   if (!ordered || st.connections.size() == 1)
     move_kind(&write_batch::appends, &batch_waiters::appends);
+  // So do a butler's new work items: an accept then waits for one flush,
+  // not for the lifecycle batch ahead of it as well.
+  if (!ordered)
+    room -= take_work_appends(self, batch, waiters, room);
   st.busy[idx] = true;
   if (ordered)
     st.ordered_in_flight = true;

@@ -35,8 +35,8 @@ struct database_config {
   uint32_t pool_size = 4;
   /// Connections of the inbox writer. Default 2, range 1..16. With two or
   /// more, the first carries lifecycle and routing writes (one batch at a
-  /// time, in order) and the others group-commit new requests, so ingest
-  /// never waits behind routing; with one, it carries everything.
+  /// time, in order) and the others group-commit new requests and new work
+  /// items, so neither waits behind routing; with one, it carries all.
   uint32_t writer_connections = 2;
   /// Most writes per group commit. Default 256, range 1..10000.
   uint32_t max_batch = 256;

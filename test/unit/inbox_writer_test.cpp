@@ -308,5 +308,32 @@ TEST_F(InboxWriter, NothingIsWrittenBeforeConnectionZeroMadeThePartitions) {
   EXPECT_EQ(scripts[1]->batch_sizes, std::vector<size_t>{1});
 }
 
+TEST_F(InboxWriter, AButlerAcceptRidesTheAppendLaneWhileRoutingWritesCommit) {
+  start(256, 2);
+  auto& ordered = *scripts[0];
+  auto& appends = *scripts[1];
+  claim(1);
+  sched.run();
+  ASSERT_EQ(ordered.batch_sizes, std::vector<size_t>{1});
+  work_op start_op;
+  start_op.kind = work_op_kind::start;
+  self->send(writer, work_atom_v, start_op);
+  work_op accept;
+  accept.kind = work_op_kind::append;
+  self->send(writer, work_atom_v, accept);
+  sched.run();
+  // The new work item commits beside the claim; the start keeps its place
+  // on the ordered lane.
+  ASSERT_EQ(appends.batch_sizes, std::vector<size_t>{1});
+  ASSERT_EQ(appends.held.size(), 1u);
+  EXPECT_EQ(appends.held[0].first.work.size(), 1u);
+  EXPECT_EQ(appends.held[0].first.work[0].kind, work_op_kind::append);
+  EXPECT_EQ(ordered.batch_sizes.size(), 1u);
+  self->send(connection, connect_atom_v);
+  sched.run();
+  ASSERT_EQ(ordered.batch_sizes, (std::vector<size_t>{1, 1}));
+  EXPECT_EQ(ordered.held[0].first.work[0].kind, work_op_kind::start);
+}
+
 } // namespace
 } // namespace butlers
