@@ -639,36 +639,8 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
       return;
     }
     if (action.empty() && method == restinio::http_method_get()) {
-      auto reader = caf::actor_cast<db_reader_actor>(ctx->reader());
-      if (!reader) {
-        respond_error(req, butlers_errc::database_unavailable,
-                      "no database reader on this node");
-        return;
-      }
-      enter();
-      sys.spawn(
-        [](caf::event_based_actor* bridge, std::shared_ptr<impl> self_ptr,
-           request_handle req, db_reader_actor reader,
-           std::chrono::milliseconds timeout, std::string id) {
-          bridge
-            ->request(reader, timeout, read_atom_v,
-                      named_statement{"request_inspect", {id}})
-            .then(
-              [self_ptr, req, id](const named_result& r) {
-                if (r.rows.empty()) {
-                  self_ptr->respond_error(req, butlers_errc::not_found,
-                                          "no request " + id, "[]",
-                                          self_ptr->leave_when_written());
-                  return;
-                }
-                self_ptr->respond(req, restinio::status_ok(), r.rows[0][0],
-                                  json_type, self_ptr->leave_when_written());
-              },
-              [self_ptr, req](const caf::error& err) {
-                self_ptr->fail(req, err);
-              });
-        },
-        shared_from_this(), req, reader, timeout, id);
+      respond_read(req, named_statement{"request_inspect", {id}},
+                   butlers_errc::not_found, "no request " + id);
       return;
     }
     static const std::map<std::string, std::string>
@@ -964,6 +936,18 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
                     "integer) and limit (1..1000)");
       return;
     }
+    respond_read(req,
+                 named_statement{"thread_transcript_read",
+                                 {id, std::to_string(*after),
+                                  std::to_string(*limit)}},
+                 butlers_errc::internal_error, "transcript query failed");
+  }
+
+  /// Answers 200 with what `stmt` reads through the node's reader: the first
+  /// column of its first row, a JSON document built in SQL. No row (or a
+  /// failed read) is answered `missing_code` with `missing`.
+  void respond_read(const request_handle& req, named_statement stmt,
+                    butlers_errc missing_code, std::string missing) {
     auto reader = caf::actor_cast<db_reader_actor>(ctx->reader());
     if (!reader) {
       respond_error(req, butlers_errc::database_unavailable,
@@ -975,13 +959,13 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
     sys.spawn(
       [](caf::event_based_actor* bridge, std::shared_ptr<impl> self_ptr,
          request_handle req, db_reader_actor reader,
-         std::chrono::milliseconds timeout, named_statement stmt) {
+         std::chrono::milliseconds timeout, named_statement stmt,
+         butlers_errc missing_code, std::string missing) {
         bridge->request(reader, timeout, read_atom_v, std::move(stmt))
           .then(
-            [self_ptr, req](const named_result& r) {
+            [self_ptr, req, missing_code, missing](const named_result& r) {
               if (!r.ok || r.rows.empty() || r.rows[0].empty()) {
-                self_ptr->respond_error(req, butlers_errc::internal_error,
-                                        "transcript query failed", "[]",
+                self_ptr->respond_error(req, missing_code, missing, "[]",
                                         self_ptr->leave_when_written());
                 return;
               }
@@ -992,9 +976,8 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
               self_ptr->fail(req, err);
             });
       },
-      shared_from_this(), req, reader, timeout,
-      named_statement{"thread_transcript_read",
-                      {id, std::to_string(*after), std::to_string(*limit)}});
+      shared_from_this(), req, reader, timeout, std::move(stmt), missing_code,
+      std::move(missing));
   }
 
   /// GET /v1/threads/{id}/events (thread scope) or /v1/events/summary

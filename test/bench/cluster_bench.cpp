@@ -35,6 +35,7 @@
 #include "actors/inbox_writer.hpp"
 #include "actors/type_ids.hpp"
 #include "runtime/uuid.hpp"
+#include "test/support/poll.hpp"
 
 using namespace butlers;
 using namespace std::chrono_literals;
@@ -188,9 +189,11 @@ int main(int argc, char** argv) {
   database_config db;
   db.url = url;
   auto writer = node_b.spawn(inbox_writer, db, "node-b", 30u, ctx);
-  for (int i = 0; i < 300 && !ctx->status.database_ready; ++i)
-    std::this_thread::sleep_for(100ms);
-  if (!ctx->status.database_ready) {
+  if (!test::eventually(
+        [&] {
+          return ctx->status.database_ready.load();
+        },
+        30s, 100ms)) {
     std::fprintf(stderr, "database not ready: %s\n",
                  ctx->status.database_error().c_str());
     return 1;

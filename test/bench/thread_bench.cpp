@@ -35,6 +35,7 @@
 #include "actors/type_ids.hpp"
 #include "runtime/json.hpp"
 #include "test/support/http_client.hpp"
+#include "test/support/poll.hpp"
 #include "test/support/sse_client.hpp"
 
 namespace {
@@ -91,8 +92,6 @@ int idle_bench(uint64_t n) {
   auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now()
                                             - t0)
                 .count();
-  // Let the scheduler settle (freed mailbox elements) before reading RSS.
-  std::this_thread::sleep_for(200ms);
   auto after = rss_bytes();
   auto per = static_cast<double>(after - before) / static_cast<double>(n);
   std::printf("| %llu | %llu | %.0f | %.1f | %.1f | %.1f | %.0f |\n",
@@ -146,8 +145,11 @@ int steer_bench(uint16_t port, int threads, int steers) {
                                                                  + "/events"));
   }
   for (auto& s : streams)
-    for (int i = 0; i < 200 && !s->open(); ++i)
-      std::this_thread::sleep_for(10ms);
+    test::eventually(
+      [&] {
+        return s->open();
+      },
+      2s, 10ms);
   for (int k = 0; k < threads; ++k) {
     auto r = http.post("/v1/threads/" + ids[k] + "/turns",
                        R"({"message_id":"start","text":"long run"})");
@@ -158,7 +160,13 @@ int steer_bench(uint16_t port, int threads, int steers) {
     }
     runs.push_back(run);
   }
-  std::this_thread::sleep_for(200ms);
+  // Steer only once every run is running (its butler took the work item).
+  for (auto& s : streams)
+    test::eventually(
+      [&] {
+        return s->count(R"("state":"running")") > 0;
+      },
+      10s, 10ms);
   std::mt19937 rng{42};
   std::uniform_int_distribution<int> pause_us{0, 20000};
   std::map<std::string, sample> samples;
