@@ -8,8 +8,34 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/inbox_connection.hpp"
+#include "runtime/error.hpp"
 
 namespace butlers {
+
+void append_waiter::deliver(append_result r) {
+  if (!batch) {
+    one.deliver(std::move(r));
+    return;
+  }
+  batch->results[index] = std::move(r);
+  if (--batch->left == 0)
+    batch->rp.deliver(std::move(batch->results));
+}
+
+void append_waiter::deliver(const caf::error& err) {
+  if (!batch) {
+    one.deliver(err);
+    return;
+  }
+  auto& r = batch->results[index];
+  r.request_id.clear();
+  r.error_code = static_cast<uint8_t>(code_of(err));
+  r.error_message = message_of(err);
+  if (r.error_code == 0)
+    r.error_code = static_cast<uint8_t>(butlers_errc::internal_error);
+  if (--batch->left == 0)
+    batch->rp.deliver(std::move(batch->results));
+}
 
 namespace {
 
@@ -131,17 +157,33 @@ bool has_work_appends(writer_ptr self) {
   return std::any_of(work.begin(), work.end(), is_work_append);
 }
 
-/// Moves up to `room` pending work appends (and their waiters) into `batch`,
-/// keeping the order of everything else.
-size_t take_work_appends(writer_ptr self, write_batch& batch,
-                         batch_waiters& waiters, size_t room) {
+/// With lanes for appends (more than one connection), a work append only
+/// ever rides one of those: were the ordered lane to take some too, two
+/// accepts for the same butler could commit in two transactions in either
+/// order, and its queue would no longer be in arrival order.
+bool rides_ordered_lane(writer_ptr self, const work_op& op) {
+  return self->state.connections.size() == 1 || !is_work_append(op);
+}
+
+bool has_ordered_work(writer_ptr self) {
+  auto& work = self->state.pending.work;
+  return std::any_of(work.begin(), work.end(), [self](const work_op& op) {
+    return rides_ordered_lane(self, op);
+  });
+}
+
+/// Moves up to `room` pending work ops that `pick` selects (and their
+/// waiters) into `batch`, keeping the order of everything else.
+template<class Pick>
+size_t take_work(writer_ptr self, write_batch& batch, batch_waiters& waiters,
+                 size_t room, Pick pick) {
   auto& st = self->state;
   auto& work = st.pending.work;
   auto& waiting = st.pending_waiters.work;
   size_t taken = 0;
   size_t keep = 0;
   for (size_t i = 0; i < work.size(); ++i) {
-    if (taken < room && is_work_append(work[i])) {
+    if (taken < room && pick(work[i])) {
       batch.work.push_back(std::move(work[i]));
       waiters.work.push_back(std::move(waiting[i]));
       ++taken;
@@ -167,7 +209,7 @@ void dispatch(writer_ptr self) {
   for (;;) {
     bool has_ordered = !st.pending.claims.empty()
                        || !st.pending.completions.empty()
-                       || !st.pending.work.empty() || !st.pending.named.empty();
+                       || has_ordered_work(self) || !st.pending.named.empty();
     int idx;
     if (has_ordered && (idx = ordered_connection(self)) >= 0)
       send_batch(self, idx, true);
@@ -193,7 +235,9 @@ void send_batch(writer_ptr self, int idx, bool ordered) {
   if (ordered) {
     move_kind(&write_batch::claims, &batch_waiters::claims);
     move_kind(&write_batch::completions, &batch_waiters::completions);
-    move_kind(&write_batch::work, &batch_waiters::work);
+    room -= take_work(self, batch, waiters, room, [self](const work_op& op) {
+      return rides_ordered_lane(self, op);
+    });
     move_kind(&write_batch::named, &batch_waiters::named);
   }
   // Appends ride along on the ordered lane only when they have no lane of
@@ -203,7 +247,7 @@ void send_batch(writer_ptr self, int idx, bool ordered) {
   // So do a butler's new work items: an accept then waits for one flush,
   // not for the lifecycle batch ahead of it as well.
   if (!ordered)
-    room -= take_work_appends(self, batch, waiters, room);
+    room -= take_work(self, batch, waiters, room, is_work_append);
   st.busy[idx] = true;
   if (ordered)
     st.ordered_in_flight = true;
@@ -248,6 +292,18 @@ void send_batch(writer_ptr self, int idx, bool ordered) {
       });
 }
 
+/// Flushes now when a batch is full, else once the mailbox has run empty
+/// (a flush message queued behind the requests already there).
+void schedule_flush(writer_ptr self) {
+  auto& st = self->state;
+  if (st.pending.size() >= st.cfg.max_batch) {
+    dispatch(self);
+  } else if (!st.flush_scheduled && idle_connection(self) >= 0) {
+    st.flush_scheduled = true;
+    self->send(self, flush_atom_v);
+  }
+}
+
 template<class Reply, class Item, class Waiter>
 caf::result<Reply> submit(writer_ptr self,
                           std::vector<Item> write_batch::*items,
@@ -262,13 +318,35 @@ caf::result<Reply> submit(writer_ptr self,
   (st.pending.*items).push_back(std::move(item));
   auto rp = self->make_response_promise<Reply>();
   (st.pending_waiters.*waiters).push_back(rp);
-  if (st.pending.size() >= st.cfg.max_batch) {
-    dispatch(self);
-  } else if (!st.flush_scheduled && idle_connection(self) >= 0) {
-    st.flush_scheduled = true;
-    self->send(self, flush_atom_v);
-  }
+  schedule_flush(self);
   return rp;
+}
+
+caf::result<std::vector<append_result>> submit_appends(
+  writer_ptr self, std::vector<inbox_record>& recs) {
+  auto& st = self->state;
+  if (!any_up(self)) {
+    st.unavailable->inc(recs.size());
+    return caf::error{butlers_errc::database_unavailable,
+                      "database unavailable: " + st.last_error};
+  }
+  auto reply = std::make_shared<append_batch_reply>();
+  reply->rp = self->make_response_promise<std::vector<append_result>>();
+  reply->results.resize(recs.size());
+  reply->left = recs.size();
+  if (recs.empty()) {
+    reply->rp.deliver(std::vector<append_result>{});
+    return reply->rp;
+  }
+  for (size_t i = 0; i < recs.size(); ++i) {
+    st.pending.appends.push_back(std::move(recs[i]));
+    st.pending_waiters.appends.emplace_back(reply, i);
+    // Never more than a batch pending: a full one goes out at once.
+    if (st.pending.size() >= st.cfg.max_batch)
+      dispatch(self);
+  }
+  schedule_flush(self);
+  return reply->rp;
 }
 
 } // namespace
@@ -328,6 +406,10 @@ inbox_writer_actor::behavior_type inbox_writer_with(
     [self](append_atom, inbox_record& rec) -> caf::result<append_result> {
       return submit<append_result>(self, &write_batch::appends,
                                    &batch_waiters::appends, std::move(rec));
+    },
+    [self](append_atom, std::vector<inbox_record>& recs)
+      -> caf::result<std::vector<append_result>> {
+      return submit_appends(self, recs);
     },
     [self](claim_atom, inbox_ref& ref) -> caf::result<claim_result> {
       return submit<claim_result>(self, &write_batch::claims,

@@ -33,7 +33,7 @@ struct connection_script {
 write_result success(const write_batch& b) {
   write_result r;
   for (auto& rec : b.appends)
-    r.appends.push_back(append_result{rec.context.request_id, false});
+    r.appends.push_back(stored_as(rec.context.request_id, false));
   for (size_t i = 0; i < b.claims.size(); ++i)
     r.claims.push_back(claim_result{true, 1, {}});
   r.completions.assign(b.completions.size(), true);
@@ -201,6 +201,65 @@ TEST_F(InboxWriter, BatchesNeverExceedMaxBatch) {
   EXPECT_EQ(replies().size(), 10u);
 }
 
+TEST_F(InboxWriter, ABatchOfRecordsSpansFlushesAndIsAnsweredOnceInOrder) {
+  start(4);
+  auto many = [&](int from, int to) {
+    std::vector<inbox_record> recs;
+    for (int i = from; i < to; ++i) {
+      inbox_record r;
+      r.context.request_id = "id-" + std::to_string(i);
+      r.dedupe_key = "k-" + std::to_string(i);
+      recs.push_back(std::move(r));
+    }
+    self->send(writer, append_atom_v, std::move(recs));
+  };
+  auto reply = [&] {
+    std::vector<append_result> out;
+    self->receive(
+      [&](std::vector<append_result>& r) {
+        out = std::move(r);
+      },
+      caf::after(0s) >> [] {});
+    return out;
+  };
+  many(0, 10);
+  sched.run();
+  EXPECT_EQ(script->batch_sizes, std::vector<size_t>{4});
+  for (int round = 0; round < 2; ++round) {
+    self->send(connection, connect_atom_v);
+    sched.run();
+    EXPECT_TRUE(reply().empty()) << "answered only once all ten committed";
+  }
+  self->send(connection, connect_atom_v);
+  sched.run();
+  EXPECT_EQ(script->batch_sizes, (std::vector<size_t>{4, 4, 2}));
+  auto r = reply();
+  ASSERT_EQ(r.size(), 10u);
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(r[i].request_id, "id-" + std::to_string(i));
+    EXPECT_EQ(r[i].error_code, 0);
+  }
+  // A lost connection: the records it held carry the error, in place.
+  many(10, 13);
+  sched.run();
+  self->send(connection, caf::tick_atom_v);
+  sched.run();
+  r = reply();
+  ASSERT_EQ(r.size(), 3u);
+  for (auto& x : r) {
+    EXPECT_TRUE(x.request_id.empty());
+    EXPECT_EQ(x.error_code,
+              static_cast<uint8_t>(butlers_errc::database_unavailable));
+  }
+  // With no connection up, the whole batch is refused at once.
+  many(13, 15);
+  sched.run();
+  auto errors = replies();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(std::get<butlers_errc>(errors[0]),
+            butlers_errc::database_unavailable);
+}
+
 TEST_F(InboxWriter, LosingTheDatabaseFailsEveryWaiterAtOnce) {
   start();
   for (int i = 0; i < 3; ++i)
@@ -333,6 +392,35 @@ TEST_F(InboxWriter, AButlerAcceptRidesTheAppendLaneWhileRoutingWritesCommit) {
   sched.run();
   ASSERT_EQ(ordered.batch_sizes, (std::vector<size_t>{1, 1}));
   EXPECT_EQ(ordered.held[0].first.work[0].kind, work_op_kind::start);
+}
+
+TEST_F(InboxWriter, AcceptsForAButlerCommitInArrivalOrderWhenBothLanesAreFree) {
+  // Both lanes idle, a routing write and two accepts in the mailbox. The
+  // ordered lane must not take the first accept along with the routing
+  // write while the append lane takes the second: two transactions on two
+  // connections commit in either order, and the butler would queue the
+  // second accept ahead of the first (seen as a thread run overtaking the
+  // run before it).
+  start(256, 2);
+  auto& ordered = *scripts[0];
+  auto& appends = *scripts[1];
+  claim(1);
+  work_op first;
+  first.kind = work_op_kind::append;
+  first.item.work_id = "w-1";
+  self->send(writer, work_atom_v, first);
+  work_op second = first;
+  second.item.work_id = "w-2";
+  self->send(writer, work_atom_v, second);
+  sched.run();
+  ASSERT_EQ(ordered.held.size(), 1u);
+  EXPECT_TRUE(ordered.held[0].first.work.empty())
+    << "no accept on the ordered lane";
+  ASSERT_EQ(appends.held.size(), 1u);
+  auto& work = appends.held[0].first.work;
+  ASSERT_EQ(work.size(), 2u) << "both accepts in one transaction, in order";
+  EXPECT_EQ(work[0].item.work_id, "w-1");
+  EXPECT_EQ(work[1].item.work_id, "w-2");
 }
 
 } // namespace
