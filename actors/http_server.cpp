@@ -456,23 +456,39 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
       [self, srv](ingest_atom, std::vector<inbox_record>& batch,
                   std::vector<uint64_t>& tokens) {
         auto sb = caf::actor_cast<switchboard_actor>(srv->ctx->switchboard());
-        for (size_t i = 0; i < batch.size() && i < tokens.size(); ++i) {
-          auto token = tokens[i];
-          if (!sb) {
+        if (!sb) {
+          for (auto token : tokens)
             srv->ingest_failed(token, butlers_errc::database_unavailable,
                                "the switchboard is restarting");
-            continue;
-          }
-          // No CAF timeout: the deadline sweep answers 504 (see above).
-          self->request(sb, caf::infinite, ingest_atom_v, std::move(batch[i]))
-            .then(
-              [srv, token](const append_result& res) {
-                srv->ingest_committed(token, res);
-              },
-              [srv, token](const caf::error& err) {
-                srv->ingest_failed(token, code_of(err), message_of(err));
-              });
+          return;
         }
+        // One request for the whole batch. No CAF timeout: the deadline
+        // sweep answers 504 (see above).
+        self->request(sb, caf::infinite, ingest_atom_v, std::move(batch))
+          .then(
+            [srv, tokens](std::vector<append_result>& res) mutable {
+              // Answered on the io_context in one go: one wake-up of the
+              // HTTP thread for the batch, not one per response.
+              asio::post(srv->ioctx, [srv, tokens = std::move(tokens),
+                                      res = std::move(res)] {
+                for (size_t i = 0; i < tokens.size(); ++i) {
+                  if (i >= res.size())
+                    srv->ingest_failed(tokens[i], butlers_errc::internal_error,
+                                       "no result for this record");
+                  else if (res[i].error_code == 0)
+                    srv->ingest_committed(tokens[i], res[i]);
+                  else
+                    srv->ingest_failed(tokens[i],
+                                       static_cast<butlers_errc>(
+                                         res[i].error_code),
+                                       res[i].error_message);
+                }
+              });
+            },
+            [srv, tokens](const caf::error& err) {
+              for (auto token : tokens)
+                srv->ingest_failed(token, code_of(err), message_of(err));
+            });
       },
       [self, srv](caf::tick_atom) {
         srv->expire_ingests();

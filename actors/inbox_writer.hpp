@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,9 +17,38 @@
 
 namespace butlers {
 
+/// The reply to a many-record append: filled in as its records commit
+/// (they may span flushes), delivered when the last one has.
+struct append_batch_reply {
+  caf::typed_response_promise<std::vector<append_result>> rp;
+  std::vector<append_result> results;
+  size_t left = 0;
+};
+
+/// Who waits for one append: a single-record caller, or a slot in a
+/// many-record caller's reply.
+struct append_waiter {
+  caf::typed_response_promise<append_result> one;
+  std::shared_ptr<append_batch_reply> batch;
+  size_t index = 0;
+
+  append_waiter() = default;
+  append_waiter(caf::typed_response_promise<append_result> rp)
+    : one(std::move(rp)) {
+    // nop
+  }
+  append_waiter(std::shared_ptr<append_batch_reply> b, size_t i)
+    : batch(std::move(b)), index(i) {
+    // nop
+  }
+
+  void deliver(append_result r);
+  void deliver(const caf::error& err);
+};
+
 /// Who waits for the elements of one batch, in the batch's order.
 struct batch_waiters {
-  std::vector<caf::typed_response_promise<append_result>> appends;
+  std::vector<append_waiter> appends;
   std::vector<caf::typed_response_promise<claim_result>> claims;
   std::vector<caf::typed_response_promise<bool>> completions;
   std::vector<caf::typed_response_promise<work_result>> work;

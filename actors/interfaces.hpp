@@ -44,6 +44,11 @@ using inbox_writer_actor = caf::typed_actor<
   caf::replies_to<status_atom>::with<db_status>,
   /// Stores a validated request (or finds its duplicate); durable on reply.
   caf::replies_to<append_atom, inbox_record>::with<append_result>,
+  /// The same for many records at once (the HTTP ingest path batches what
+  /// one round of socket events parsed): one reply, in order, each record
+  /// stored or carrying its error.
+  caf::replies_to<append_atom,
+                  std::vector<inbox_record>>::with<std::vector<append_result>>,
   /// Claims a row: `accepted` (or `progress` with an expired lease) →
   /// `progress` with a lease and a new fencing token.
   caf::replies_to<claim_atom, inbox_ref>::with<claim_result>,
@@ -81,6 +86,11 @@ using db_reader_actor = caf::typed_actor<
 using switchboard_actor = caf::typed_actor<
   /// Accepts a validated request; replies once it is durable.
   caf::replies_to<ingest_atom, inbox_record>::with<append_result>,
+  /// The same for a batch (one round of the HTTP server's socket events):
+  /// one reply, in order, each record accepted, deduped or carrying its
+  /// error (admission full, draining, database unavailable).
+  caf::replies_to<ingest_atom,
+                  std::vector<inbox_record>>::with<std::vector<append_result>>,
   /// Cold path: offers rows found by the scanner; replies how many fit the
   /// queue (the rest stay in the database for the next sweep).
   caf::replies_to<enqueue_atom, std::vector<inbox_ref>>::with<uint32_t>,

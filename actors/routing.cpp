@@ -126,6 +126,116 @@ void settle(switchboard_ptr self, const std::string& id, size_t i,
     persist_segment(self, id, rq.fo.segments[j], {}, false);
 }
 
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+           std::chrono::steady_clock::now().time_since_epoch())
+    .count();
+}
+
+/// Sets or clears a segment's `waiting` flag, keeping the count the hot
+/// path is gated on; pumps when a wait ends (there may be room to claim).
+void set_waiting(switchboard_ptr self, fanout_segment& seg, bool on) {
+  auto& st = self->state;
+  if (seg.waiting == on)
+    return;
+  seg.waiting = on;
+  if (on)
+    ++st.waiting_count;
+  else
+    --st.waiting_count;
+  st.segments_waiting->set(static_cast<int64_t>(st.waiting_count));
+  if (!on)
+    pump(self);
+}
+
+/// The live segment an entry of butler `butler`'s waiting line stands for,
+/// or nullptr when it is stale.
+fanout_segment* live_wait(switchboard_ptr self, const waiting_entry& e,
+                          const std::string& butler) {
+  auto it = self->state.requests.find(e.request_id);
+  if (it == self->state.requests.end())
+    return nullptr;
+  auto k = it->second.fo.find(e.segment_id);
+  if (k < 0)
+    return nullptr;
+  auto& seg = it->second.fo.segments[static_cast<size_t>(k)];
+  bool live = seg.waiting && seg.waits == e.wait && seg.butler == butler;
+  return live ? &seg : nullptr;
+}
+
+/// A full butler refused the dispatch at its door (`overload_rejected`):
+/// flow control, not a failure. The segment waits for room and goes out
+/// again as the same attempt (using up neither retries nor invocations)
+/// when that butler next reports an outcome, or when a full-jitter timer
+/// fires in case none comes. The request's wall-clock budget still bounds
+/// the wait.
+void wait_for_room(switchboard_ptr self, const std::string& id,
+                   const std::string& attempt_id, const std::string& message) {
+  auto& st = self->state;
+  auto it = st.requests.find(id);
+  if (it == st.requests.end())
+    return;
+  auto [base, attempt] = split_attempt(attempt_id);
+  auto k = it->second.fo.find(base);
+  if (k < 0)
+    return;
+  auto& seg = it->second.fo.segments[static_cast<size_t>(k)];
+  if (seg.state != "dispatched" || seg.attempts != attempt)
+    return;
+  circuit(self, seg.butler).on_success(); // it answered
+  observe_circuit(self, seg.butler);
+  st.overload_waits->inc();
+  seg.state = "backoff";
+  seg.redeliver = true; // the same attempt: nothing of it ran
+  seg.error_class = "overload_rejected";
+  seg.error_message = message;
+  ++seg.waits;
+  auto delay = backoff_delay(std::min<uint32_t>(seg.waits, 16),
+                             std::chrono::milliseconds{st.cfg.retry_base_ms},
+                             std::chrono::milliseconds{st.cfg.retry_cap_ms},
+                             st.rng);
+  seg.wait_until_ns = steady_ns()
+                      + std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          delay)
+                          .count();
+  auto& line = st.waiting[seg.butler];
+  line.push_back(waiting_entry{id, seg.segment_id, seg.waits});
+  set_waiting(self, seg, true);
+  // Sweep stale entries once they outnumber the live waits.
+  if (line.size() > 2 * size_t{st.waiting_count} + 16) {
+    auto butler = seg.butler;
+    line.erase(std::remove_if(line.begin(), line.end(),
+                              [&](const waiting_entry& e) {
+                                return live_wait(self, e, butler) == nullptr;
+                              }),
+               line.end());
+  }
+  persist_segment(self, id, seg, {}, false);
+  self->delayed_send(self, delay, retry_atom_v, id, seg.segment_id);
+}
+
+/// Butler `butler` reported an outcome, so it has a free slot: the oldest
+/// segment waiting for it goes out again.
+void wake_one(switchboard_ptr self, const std::string& butler) {
+  auto& st = self->state;
+  auto q = st.waiting.find(butler);
+  if (q == st.waiting.end())
+    return;
+  while (!q->second.empty()) {
+    auto e = std::move(q->second.front());
+    q->second.pop_front();
+    if (auto* seg = live_wait(self, e, butler)) {
+      seg->state = "pending";
+      set_waiting(self, *seg, false);
+      if (q->second.empty())
+        st.waiting.erase(q);
+      advance(self, e.request_id);
+      return;
+    }
+  }
+  st.waiting.erase(q);
+}
+
 /// A failed attempt: retried after a full-jitter backoff while the class is
 /// retryable and attempts and budget remain; else the segment ends `error`
 /// (dead-lettered when it ran out of retries).
@@ -268,8 +378,13 @@ void dispatch(switchboard_ptr self, const std::string& id, size_t i) {
                                    expire_atom_v, id, attempt_id);
                 return;
               }
-              // Refused at the door (overload, validation): that is the
+              // Refused at the door. A full butler's refusal is flow
+              // control: wait for room. Anything else (validation) is the
               // outcome of this attempt.
+              if (r.error_class == "overload_rejected") {
+                wait_for_room(self, id, attempt_id, r.error_message);
+                return;
+              }
               r.request_id = id;
               r.segment_id = attempt_id;
               using ms = std::chrono::duration<double, std::milli>;
@@ -658,6 +773,17 @@ void on_outcome(switchboard_ptr self, route_response r) {
   auto& seg = rq.fo.segments[i];
   if (seg.state != "dispatched" || seg.attempts != attempt)
     return; // a late answer to an attempt we already gave up on
+  // A final answer about a work item: the butler is done with it, so a
+  // slot is free there for the oldest segment waiting for room. Woken once
+  // this outcome is processed (which may finish this very request).
+  struct wake_after {
+    switchboard_ptr self;
+    std::string butler;
+    ~wake_after() {
+      if (!butler.empty())
+        wake_one(self, butler);
+    }
+  } wake{self, r.work_id.empty() ? std::string{} : seg.butler};
   // §6.3: the response must be a valid route_response.v1 of this lineage.
   auto raw = to_json(r);
   std::string invalid;
@@ -704,7 +830,10 @@ void on_retry(switchboard_ptr self, const std::string& request_id,
   auto& seg = it->second.fo.segments[static_cast<size_t>(k)];
   if (seg.state != "backoff")
     return;
+  if (seg.waiting && steady_ns() < seg.wait_until_ns)
+    return; // an earlier wait's timer; this wait has its own
   seg.state = "pending";
+  set_waiting(self, seg, false);
   advance(self, request_id);
 }
 
@@ -724,6 +853,7 @@ void on_expire(switchboard_ptr self, const std::string& request_id,
         continue;
       if (s.state == "dispatched")
         cancel_work(self, s.butler, s.work_id);
+      set_waiting(self, s, false);
       s.state = "error";
       s.error_class = "timeout";
       s.error_message = "wall-clock budget of "
@@ -885,9 +1015,11 @@ caf::result<std::string> operate(switchboard_ptr self,
         }
         // cancel, force_complete: whatever runs here for it stops.
         if (tracked != st.requests.end()) {
-          for (auto& s : tracked->second.fo.segments)
+          for (auto& s : tracked->second.fo.segments) {
             if (s.state == "dispatched")
               cancel_work(self, s.butler, s.work_id);
+            set_waiting(self, s, false);
+          }
           st.requests.erase(tracked);
           st.in_progress->set(static_cast<int64_t>(st.requests.size()));
         }

@@ -27,15 +27,19 @@ int64_t now_us() {
 
 } // namespace
 
-/// Starts workers while there is queued work, a free worker slot, and room
-/// among the requests in progress. Each claims its row before any work, so
+/// Starts workers while there is queued work, a free worker slot, room
+/// among the requests in progress, and fewer than `max_waiting` subrequests
+/// wait for room at a full butler (when the butlers cannot keep up, new
+/// messages stay `accepted` in the inbox instead of being claimed only to
+/// wait in memory). Each claims its row before any work, so
 /// a message re-offered by the cold path while another worker holds it is
 /// skipped, never processed twice.
 void pump(switchboard_ptr self) {
   auto& st = self->state;
   auto i = st.queue.begin();
   while (st.active < st.cfg.workers && i != st.queue.end()
-         && st.requests.size() + st.active < st.cfg.max_in_progress) {
+         && st.requests.size() + st.active < st.cfg.max_in_progress
+         && st.waiting_count < st.cfg.max_waiting) {
     // Per-source-thread order: a request whose thread already has one with
     // a worker waits (in place) for it; later requests of other threads go
     // ahead.
@@ -219,6 +223,14 @@ switchboard_actor::behavior_type switchboard(switchboard_ptr self,
                                      "total",
                                      "Subrequests without a route_response "
                                      "within route_timeout_s");
+  st.overload_waits = &m.get_counter("butlers_switchboard_overload_waits_"
+                                     "total",
+                                     "Dispatches a full butler refused "
+                                     "(overload_rejected); the subrequest "
+                                     "waits for room");
+  st.segments_waiting = &m.get_gauge("butlers_switchboard_segments_waiting",
+                                     "Subrequests waiting for room at a full "
+                                     "butler");
   st.policy_reroutes = &m.get_counter("butlers_switchboard_policy_reroutes_"
                                       "total",
                                       "Segments re-targeted by "
@@ -295,6 +307,98 @@ switchboard_actor::behavior_type switchboard(switchboard_ptr self,
             --st.in_flight;
             st.inflight_requests->set(st.in_flight);
             rp.deliver(std::move(err));
+          });
+      return rp;
+    },
+    [self](ingest_atom, std::vector<inbox_record>& recs)
+      -> caf::result<std::vector<append_result>> {
+      auto& st = self->state;
+      std::vector<append_result> out(recs.size());
+      auto refuse = [&](size_t i, butlers_errc code, std::string msg) {
+        out[i].error_code = static_cast<uint8_t>(code);
+        out[i].error_message = std::move(msg);
+      };
+      // Admission per record, in order; the admitted ones go to the writer
+      // as one message.
+      std::vector<inbox_record> admitted;
+      std::vector<size_t> slots;
+      for (size_t i = 0; i < recs.size(); ++i) {
+        if (st.ctx->status.draining) {
+          refuse(i, butlers_errc::draining, "the node is shutting down");
+        } else if (st.in_flight >= st.cfg.max_in_flight) {
+          st.overload_rejected->inc();
+          refuse(i, butlers_errc::overload_rejected,
+                 "admission full: " + std::to_string(st.in_flight)
+                   + " requests awaiting commit");
+        } else {
+          ++st.in_flight;
+          admitted.push_back(std::move(recs[i]));
+          slots.push_back(i);
+        }
+      }
+      st.inflight_requests->set(st.in_flight);
+      if (admitted.empty())
+        return out;
+      struct meta {
+        inbox_ref ref;
+        std::string key;
+        std::string order;
+      };
+      std::vector<meta> metas;
+      metas.reserve(admitted.size());
+      for (auto& rec : admitted)
+        metas.push_back(
+          meta{{rec.context.request_id, rec.context.received_at_us},
+               rec.dedupe_key,
+               order_key_of(rec.context)});
+      auto rp = self->make_response_promise<std::vector<append_result>>();
+      auto n = admitted.size();
+      // No timeout, as for one record (see below).
+      self
+        ->request(st.writer, caf::infinite, append_atom_v, std::move(admitted))
+        .then(
+          [self, rp, out, slots,
+           metas](std::vector<append_result>& res) mutable {
+            auto& st = self->state;
+            st.in_flight -= static_cast<uint32_t>(slots.size());
+            st.inflight_requests->set(st.in_flight);
+            bool offered = false;
+            for (size_t j = 0; j < slots.size() && j < res.size(); ++j) {
+              auto& r = res[j];
+              auto& m = metas[j];
+              if (r.error_code == 0 && r.duplicate) {
+                st.deduplicated->inc();
+                spdlog::info("dedupe: key {} deduped to request {}", m.key,
+                             r.request_id);
+              } else if (r.error_code == 0) {
+                st.received->inc();
+                if (offer(self, m.ref, std::move(m.order))) {
+                  st.enqueued_hot->inc();
+                  offered = true;
+                } else {
+                  // Stored and acknowledged; the cold path will find it.
+                  st.backpressure->inc();
+                }
+              }
+              out[slots[j]] = std::move(r);
+            }
+            if (offered)
+              pump(self);
+            rp.deliver(std::move(out));
+          },
+          [self, rp, out, slots, n](caf::error& err) mutable {
+            auto& st = self->state;
+            st.in_flight -= static_cast<uint32_t>(n);
+            st.inflight_requests->set(st.in_flight);
+            auto code = static_cast<uint8_t>(code_of(err));
+            auto msg = message_of(err);
+            for (auto i : slots) {
+              out[i].error_code = code != 0 ? code
+                                            : static_cast<uint8_t>(
+                                              butlers_errc::internal_error);
+              out[i].error_message = msg;
+            }
+            rp.deliver(std::move(out));
           });
       return rp;
     },

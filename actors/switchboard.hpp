@@ -43,6 +43,14 @@ struct tracked_request {
   bool finishing = false;
 };
 
+/// A segment waiting for room at a full butler; stale once the segment has
+/// moved on (its `waits` changed, or it waits no longer).
+struct waiting_entry {
+  std::string request_id;
+  std::string segment_id;
+  uint32_t wait = 0;
+};
+
 struct switchboard_state {
   static inline const char* name = "switchboard";
   switchboard_config cfg;
@@ -65,6 +73,13 @@ struct switchboard_state {
   routing_settings routing;
   /// Requests whose subrequests are out (bounded by max_in_progress).
   std::unordered_map<std::string, tracked_request> requests;
+  /// Segments waiting for room, per butler, oldest first: the next one goes
+  /// out when that butler reports an outcome (a slot freed). Stale entries
+  /// are skipped when reached and swept when they outnumber the live ones.
+  std::map<std::string, std::deque<waiting_entry>> waiting;
+  /// Segments with `waiting` set; workers claim no new rows while it is at
+  /// `cfg.max_waiting`.
+  uint32_t waiting_count = 0;
   /// A circuit per target butler.
   std::map<std::string, circuit_breaker> circuits;
   std::mt19937_64 rng{std::random_device{}()};
@@ -91,6 +106,8 @@ struct switchboard_state {
   counter* dead_letters = nullptr;
   counter* budget_exhausted = nullptr;
   counter* route_timeouts = nullptr;
+  counter* overload_waits = nullptr;
+  gauge* segments_waiting = nullptr;
   counter* policy_reroutes = nullptr;
   gauge* in_progress = nullptr;
   metrics_registry* metrics = nullptr;

@@ -589,6 +589,7 @@ void read_switchboard(parser& p, const toml::table& t, switchboard_config& c) {
   s.one_of("fanout_mode", c.fanout_mode,
            {"parallel", "ordered", "conditional"});
   s.integer("max_in_progress", c.max_in_progress, 1, 1000000);
+  s.integer("max_waiting", c.max_waiting, 1, 100000);
   s.moved("router", "it is now [router] kind");
   s.finish();
 }
@@ -920,13 +921,14 @@ bool operator==(const switchboard_config& x, const switchboard_config& y) {
                   x.scanner_interval_s, x.scanner_grace_s, x.scanner_batch_size,
                   x.lease_s, x.dedupe_window_s, x.route_timeout_s,
                   x.retry_base_ms, x.retry_cap_ms, x.circuit_failure_threshold,
-                  x.circuit_open_s, x.fanout_mode, x.max_in_progress)
+                  x.circuit_open_s, x.fanout_mode, x.max_in_progress,
+                  x.max_waiting)
          == std::tie(y.enabled, y.max_in_flight, y.queue_capacity, y.workers,
                      y.scanner_interval_s, y.scanner_grace_s,
                      y.scanner_batch_size, y.lease_s, y.dedupe_window_s,
                      y.route_timeout_s, y.retry_base_ms, y.retry_cap_ms,
                      y.circuit_failure_threshold, y.circuit_open_s,
-                     y.fanout_mode, y.max_in_progress);
+                     y.fanout_mode, y.max_in_progress, y.max_waiting);
 }
 
 bool operator==(const routing_rule_config& x, const routing_rule_config& y) {
@@ -1495,7 +1497,8 @@ std::string to_toml(const node_settings& s) {
       << "circuit_failure_threshold = " << sb.circuit_failure_threshold << '\n'
       << "circuit_open_s = " << sb.circuit_open_s << '\n'
       << "fanout_mode = " << quote(sb.fanout_mode) << '\n'
-      << "max_in_progress = " << sb.max_in_progress << '\n';
+      << "max_in_progress = " << sb.max_in_progress << '\n'
+      << "max_waiting = " << sb.max_waiting << '\n';
   auto& r = s.router;
   out << "\n[router]\n"
       << "kind = " << quote(r.kind) << '\n'

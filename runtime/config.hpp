@@ -115,6 +115,12 @@ struct switchboard_config {
   /// Requests dispatched and awaiting their outcomes; above it workers stop
   /// claiming new rows. Default 10000, range 1..1000000.
   uint32_t max_in_progress = 10000;
+  /// Subrequests held back because their butler's queue was full
+  /// (`overload_rejected` at its door): they wait for room instead of using
+  /// up their retries. While this many wait, workers claim no new rows; the
+  /// messages stay `accepted` in the inbox until there is room. Default 64,
+  /// range 1..100000.
+  uint32_t max_waiting = 64;
 };
 
 /// One `[[router.rule]]`: a hard allow/deny policy applied before the

@@ -31,6 +31,15 @@ struct fanout_segment {
   /// a new one: set for a dispatch that was out when the request was last
   /// processed by a switchboard that is gone.
   bool redeliver = false;
+  /// Waiting for room at a full butler (state "backoff"): its last dispatch
+  /// was refused with `overload_rejected` and will be sent again, as the
+  /// same attempt, once the butler reports an outcome or the wait's timer
+  /// fires, whichever is first.
+  bool waiting = false;
+  /// Waits so far (each refusal), and when the current one's timer fires
+  /// (steady clock, ns): an earlier wait's timer arriving late is ignored.
+  uint32_t waits = 0;
+  int64_t wait_until_ns = 0;
 
   bool terminal() const {
     return state == "ok" || state == "error" || state == "skipped";

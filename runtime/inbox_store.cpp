@@ -156,16 +156,16 @@ void inbox_store::write_appends(pqxx::work& tx,
     auto& key = in[i].dedupe_key;
     auto j = first.at(key);
     if (i == j && is_new.count(key) > 0) {
-      out[i] = append_result{in[i].context.request_id, false};
+      out[i] = stored_as(in[i].context.request_id, false);
     } else if (is_new.count(key) > 0) {
-      out[i] = append_result{in[j].context.request_id, true};
+      out[i] = stored_as(in[j].context.request_id, true);
     } else {
       auto k = canonical.find(key);
       // A key that was neither new nor found was removed between the two
       // statements (retention); fall back to the id we assigned.
-      out[i] = append_result{k != canonical.end() ? k->second
-                                                  : in[j].context.request_id,
-                             true};
+      out[i] = stored_as(k != canonical.end() ? k->second
+                                              : in[j].context.request_id,
+                         true);
     }
   }
 }

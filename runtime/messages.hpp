@@ -65,11 +65,25 @@ struct append_result {
   std::string request_id;
   /// True when the dedupe key was already stored (nothing new written).
   bool duplicate = false;
+  /// In a batch reply only: a `butlers_errc` (0 = stored) and its message
+  /// for a record that was not stored. A single append answers an error
+  /// instead.
+  uint8_t error_code = 0;
+  std::string error_message;
 };
+
+/// A stored (or deduplicated) record's result.
+inline append_result stored_as(std::string request_id, bool duplicate) {
+  append_result r;
+  r.request_id = std::move(request_id);
+  r.duplicate = duplicate;
+  return r;
+}
 
 template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, append_result& x) {
-  return f(caf::meta::type_name("append_result"), x.request_id, x.duplicate);
+  return f(caf::meta::type_name("append_result"), x.request_id, x.duplicate,
+           x.error_code, x.error_message);
 }
 
 /// A reference to a stored inbox row: enough to find it in its partition.

@@ -315,6 +315,36 @@ TEST_F(Routing, ExhaustedRetriesDeadLetterThenReplayParsesWithTheSameId) {
   EXPECT_EQ(count("SELECT count(*) FROM message_inbox"), 1);
 }
 
+TEST_F(Routing, AFullButlerHoldsSubrequestsInsteadOfFailingThem) {
+  // general: one 50 ms session at a time and room for one more in its
+  // queue; twelve messages at once. A refusal at the door
+  // (overload_rejected) used to count as a failed attempt: most of these
+  // ended errored in a dead letter after three refusals in well under a
+  // second. Now a refused subrequest waits for room, and while four wait
+  // the workers claim nothing new.
+  start("[[butler]]\nname = \"general\"\nmax_concurrent_sessions = 1\n"
+        "max_pending = 1\n[butler.runtime]\nturn_ms = 50\n",
+        "max_waiting = 4\n");
+  std::vector<std::string> ids;
+  for (int i = 0; i < 12; ++i)
+    ids.push_back(ingest("Hello number " + std::to_string(i) + "."));
+  for (auto& id : ids) {
+    auto d = terminal(id, 60s);
+    ASSERT_EQ(state(d), "parsed") << json::to_string(d);
+    EXPECT_EQ(subrequest(d, "general")["attempts"].GetInt(), 1)
+      << "waiting for room is not an attempt";
+    EXPECT_EQ(d["dead_letters"].Size(), 0u);
+  }
+  EXPECT_GT(metric("butlers_switchboard_overload_waits_total"), 0)
+    << "the butler was full at least once";
+  EXPECT_EQ(metric("butlers_switchboard_dead_letters_total"), 0);
+  EXPECT_EQ(metric("butlers_switchboard_route_retries_total"), 0);
+  EXPECT_EQ(metric("butlers_switchboard_segments_waiting"), 0);
+  EXPECT_EQ(count("SELECT count(*) FROM route_work WHERE butler = 'general'"),
+            12)
+    << "one work item per message: refused dispatches stored nothing";
+}
+
 TEST_F(Routing, ReplayFromTheCommandLine) {
   start(butlers("fail_attempts = 3\nfail_class = \"timeout\"\n"),
         "scanner_interval_s = 1\nscanner_grace_s = 0\n");

@@ -54,6 +54,10 @@ inbox_writer_actor::behavior_type fake_writer(inbox_writer_actor::pointer,
     [](append_atom, inbox_record&) -> caf::result<append_result> {
       return caf::error{butlers_errc::internal_error, "not used"};
     },
+    [](append_atom,
+       std::vector<inbox_record>&) -> caf::result<std::vector<append_result>> {
+      return caf::error{butlers_errc::internal_error, "not used"};
+    },
     [](claim_atom, inbox_ref&) {
       return claim_result{};
     },
@@ -123,6 +127,10 @@ switchboard_actor::behavior_type fake_switchboard(
   switchboard_actor::pointer, std::shared_ptr<std::vector<std::string>> notes) {
   return {
     [](ingest_atom, inbox_record&) -> caf::result<append_result> {
+      return caf::error{butlers_errc::internal_error, "not used"};
+    },
+    [](ingest_atom,
+       std::vector<inbox_record>&) -> caf::result<std::vector<append_result>> {
       return caf::error{butlers_errc::internal_error, "not used"};
     },
     [](enqueue_atom, std::vector<inbox_ref>&) {

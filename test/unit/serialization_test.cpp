@@ -89,10 +89,23 @@ TEST_F(Serialization, InboxRecord) {
 }
 
 TEST_F(Serialization, AppendResult) {
-  append_result x{"0190f3a2-7c4e-7abc-8def-0123456789ab", true};
+  auto x = stored_as("0190f3a2-7c4e-7abc-8def-0123456789ab", true);
   auto y = round_trip(x);
   EXPECT_EQ(y.request_id, x.request_id);
   EXPECT_EQ(y.duplicate, x.duplicate);
+  EXPECT_EQ(y.error_code, 0);
+}
+
+TEST_F(Serialization, VectorOfAppendResultsWithAnError) {
+  append_result failed;
+  failed.error_code = static_cast<uint8_t>(butlers_errc::database_unavailable);
+  failed.error_message = "database unavailable: connection lost";
+  std::vector<append_result> x{stored_as("id-1", false), failed};
+  auto y = round_trip(x);
+  ASSERT_EQ(y.size(), 2u);
+  EXPECT_EQ(y[0].request_id, "id-1");
+  EXPECT_EQ(y[1].error_code, failed.error_code);
+  EXPECT_EQ(y[1].error_message, failed.error_message);
 }
 
 TEST_F(Serialization, VectorOfInboxRecords) {

@@ -3,6 +3,7 @@
 // says so) against a fake inbox writer that implements the same typed
 // interface as the real one.
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -48,14 +49,28 @@ inbox_writer_actor::behavior_type fake_writer(
       script->appends.push_back(rec);
       for (auto& key : script->stored_keys)
         if (key == rec.dedupe_key)
-          return append_result{"original-id", true};
+          return stored_as("original-id", true);
       script->stored_keys.push_back(rec.dedupe_key);
       if (script->hold_appends) {
         auto rp = self->make_response_promise<append_result>();
         script->held.push_back(rp);
         return rp;
       }
-      return append_result{rec.context.request_id, false};
+      return stored_as(rec.context.request_id, false);
+    },
+    [script](append_atom, std::vector<inbox_record>& recs) {
+      std::vector<append_result> out;
+      for (auto& rec : recs) {
+        script->appends.push_back(rec);
+        auto& keys = script->stored_keys;
+        if (std::find(keys.begin(), keys.end(), rec.dedupe_key) != keys.end()) {
+          out.push_back(stored_as("original-id", true));
+        } else {
+          keys.push_back(rec.dedupe_key);
+          out.push_back(stored_as(rec.context.request_id, false));
+        }
+      }
+      return out;
     },
     [self, script](claim_atom, inbox_ref& ref) -> caf::result<claim_result> {
       script->claims.push_back(ref);
@@ -73,7 +88,7 @@ inbox_writer_actor::behavior_type fake_writer(
     // The real writer's flush token; here: commit everything held.
     [script](flush_atom) {
       for (auto& rp : script->held)
-        rp.deliver(append_result{"stored", false});
+        rp.deliver(stored_as("stored", false));
       script->held.clear();
     },
     [](work_atom, work_op&) {
@@ -216,6 +231,60 @@ TEST_F(Switchboard, AdmissionRejectsBeyondMaxInFlight) {
   (void)reply();
   ingest("id-4", "k-4");
   EXPECT_EQ(script->appends.size(), 3u);
+}
+
+TEST_F(Switchboard, ABatchIsAdmittedRecordByRecordAndAnsweredInOrder) {
+  switchboard_config sc;
+  sc.max_in_flight = 2;
+  start(sc);
+  auto batch = [&](std::vector<inbox_record> recs) {
+    self->send(sb, ingest_atom_v, std::move(recs));
+    sched.run();
+    std::vector<append_result> out;
+    self->receive(
+      [&](std::vector<append_result>& r) {
+        out = std::move(r);
+      },
+      caf::after(0s) >>
+        [] {
+          ADD_FAILURE() << "no reply";
+        });
+    return out;
+  };
+  // Two slots: the first two records are stored, the others refused, each
+  // in its own place in the reply.
+  auto r = batch({record("id-1", "k-1"), record("id-2", "k-2"),
+                  record("id-3", "k-3"), record("id-4", "k-4")});
+  ASSERT_EQ(r.size(), 4u);
+  EXPECT_EQ(r[0].error_code, 0);
+  EXPECT_EQ(r[0].request_id, "id-1");
+  EXPECT_EQ(r[1].request_id, "id-2");
+  for (size_t i : {2u, 3u}) {
+    EXPECT_EQ(r[i].error_code,
+              static_cast<uint8_t>(butlers_errc::overload_rejected));
+    EXPECT_TRUE(r[i].request_id.empty());
+    EXPECT_NE(r[i].error_message.find("admission full"), std::string::npos);
+  }
+  EXPECT_EQ(script->appends.size(), 2u)
+    << "refused records never reach storage";
+  EXPECT_EQ(counter_value("butlers_switchboard_message_overload_rejected"), 2u);
+  // The commit freed both slots; a duplicate is answered with the original.
+  r = batch({record("id-5", "k-1"), record("id-6", "k-6")});
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_TRUE(r[0].duplicate);
+  EXPECT_EQ(r[0].request_id, "original-id");
+  EXPECT_FALSE(r[1].duplicate);
+  EXPECT_EQ(r[1].request_id, "id-6");
+  EXPECT_EQ(counter_value("butlers_switchboard_message_received"), 3u);
+  EXPECT_EQ(counter_value("butlers_switchboard_message_deduplicated"), 1u);
+  EXPECT_EQ(ctx->metrics.get_gauge("butlers_switchboard_inflight_requests", "")
+              .value(),
+            0);
+  // Draining refuses every record of a batch.
+  ctx->status.draining = true;
+  r = batch({record("id-7", "k-7")});
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].error_code, static_cast<uint8_t>(butlers_errc::draining));
 }
 
 TEST_F(Switchboard, DrainingRefusesNewWork) {
