@@ -4,7 +4,7 @@
 #
 #   test/bench/run_ingest_bench.sh [--duration S] [--warmup S]
 #                                  [--connections N] [--policy P]
-#                                  [--build-dir DIR]
+#                                  [--scheduler-threads N] [--build-dir DIR]
 #
 #   setup -> build butlers-node and butlers_ingest_load -> PostgreSQL 15 in a
 #   temporary directory -> a node on a free loopback port -> five load runs
@@ -22,6 +22,7 @@ duration=10
 warmup=2
 connections=512
 policy=sharing
+scheduler_threads=1
 build_dir="$ROOT/build"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -33,6 +34,8 @@ while [ $# -gt 0 ]; do
     --connections=*) connections=${1#--connections=} ;;
     --policy) policy=${2:?--policy needs stealing or sharing}; shift ;;
     --policy=*) policy=${1#--policy=} ;;
+    --scheduler-threads) scheduler_threads=${2:?--scheduler-threads needs a number}; shift ;;
+    --scheduler-threads=*) scheduler_threads=${1#--scheduler-threads=} ;;
     --build-dir) build_dir=${2:?--build-dir needs a directory}; shift ;;
     --build-dir=*) build_dir=${1#--build-dir=} ;;
     -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
@@ -40,7 +43,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-for v in duration warmup connections; do
+for v in duration warmup connections scheduler_threads; do
   [[ ${!v} =~ ^[0-9]+$ ]] || die "--$v takes a whole number"
 done
 if [ "$duration" -lt 1 ] || [ "$duration" -gt 3600 ]; then
@@ -49,6 +52,9 @@ fi
 [ "$warmup" -le 600 ] || die "--warmup takes 0..600 seconds"
 if [ "$connections" -lt 1 ] || [ "$connections" -gt 1000 ]; then
   die "--connections takes 1..1000"
+fi
+if [ "$scheduler_threads" -lt 1 ] || [ "$scheduler_threads" -gt 64 ]; then
+  die "--scheduler-threads takes 1..64"
 fi
 case "$policy" in
   stealing|sharing) ;;
@@ -146,7 +152,7 @@ endpoint_identity = "bench"
 max_in_flight = 10000
 
 [scheduler]
-threads = 2
+threads = $scheduler_threads
 policy = "$policy"
 EOF
 "$node_bin" check-config "$work/node.toml" >/dev/null ||
@@ -316,7 +322,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'
 round() { awk -v a="$1" 'BEGIN { printf "%.0f", a }'; }
 
 echo
-echo "Ingest benchmark: $duration s per run after $warmup s warm-up, $connections connections, scheduler policy $policy, $(nproc) cores"
+echo "Ingest benchmark: $duration s per run after $warmup s warm-up, $connections connections, scheduler $scheduler_threads thread(s) policy $policy, $(nproc) cores"
 echo
 echo "| run | offered/s | accepted/s | p50 ms | p99 ms | 429 | 503 |"
 echo "|---|---|---|---|---|---|---|"
