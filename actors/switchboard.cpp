@@ -109,6 +109,102 @@ bool offer(switchboard_ptr self, inbox_ref ref, std::string order_key) {
   return true;
 }
 
+/// The ingest boundary for one record or a batch: admits each record in
+/// order (draining, `max_in_flight`), stores the admitted ones with one
+/// writer request, counts duplicates and new requests and offers the new
+/// ones to the hot path, then calls `done` with every record's result in
+/// order (a refused or unstored record carries its error code).
+void ingest_records(switchboard_ptr self, std::vector<inbox_record> recs,
+                    std::function<void(std::vector<append_result>&)> done) {
+  auto& st = self->state;
+  std::vector<append_result> out(recs.size());
+  auto refuse = [&](size_t i, butlers_errc code, std::string msg) {
+    out[i].error_code = static_cast<uint8_t>(code);
+    out[i].error_message = std::move(msg);
+  };
+  struct meta {
+    inbox_ref ref;
+    std::string key;
+    std::string order;
+  };
+  std::vector<inbox_record> admitted;
+  std::vector<size_t> slots;
+  std::vector<meta> metas;
+  for (size_t i = 0; i < recs.size(); ++i) {
+    if (st.ctx->status.draining) {
+      refuse(i, butlers_errc::draining, "the node is shutting down");
+    } else if (st.in_flight >= st.cfg.max_in_flight) {
+      st.overload_rejected->inc();
+      refuse(i, butlers_errc::overload_rejected,
+             "admission full: " + std::to_string(st.in_flight)
+               + " requests awaiting commit");
+    } else {
+      ++st.in_flight;
+      auto& ctx = recs[i].context;
+      metas.push_back(meta{{ctx.request_id, ctx.received_at_us},
+                           recs[i].dedupe_key,
+                           order_key_of(ctx)});
+      admitted.push_back(std::move(recs[i]));
+      slots.push_back(i);
+    }
+  }
+  st.inflight_requests->set(st.in_flight);
+  if (admitted.empty()) {
+    done(out);
+    return;
+  }
+  auto leave = [self](size_t n) {
+    auto& st = self->state;
+    st.in_flight -= static_cast<uint32_t>(n);
+    st.inflight_requests->set(st.in_flight);
+  };
+  // No timeout: the writer answers every append within one flush, or at
+  // once with "unavailable"; if it dies, the supervisor restarts this actor
+  // with it. A CAF timeout here would cost two wake-ups of CAF's clock
+  // thread per request (the HTTP side keeps the deadline).
+  self->request(st.writer, caf::infinite, append_atom_v, std::move(admitted))
+    .then(
+      [self, done, out, slots, metas,
+       leave](std::vector<append_result>& res) mutable {
+        auto& st = self->state;
+        leave(slots.size());
+        bool offered = false;
+        for (size_t j = 0; j < slots.size() && j < res.size(); ++j) {
+          auto& r = res[j];
+          auto& m = metas[j];
+          if (r.error_code == 0 && r.duplicate) {
+            st.deduplicated->inc();
+            spdlog::info("dedupe: key {} deduped to request {}", m.key,
+                         r.request_id);
+          } else if (r.error_code == 0) {
+            st.received->inc();
+            if (offer(self, m.ref, std::move(m.order))) {
+              st.enqueued_hot->inc();
+              offered = true;
+            } else {
+              // Stored and acknowledged; the cold path will find it.
+              st.backpressure->inc();
+            }
+          }
+          out[slots[j]] = std::move(r);
+        }
+        if (offered)
+          pump(self);
+        done(out);
+      },
+      [done, out, slots, leave](caf::error& err) mutable {
+        leave(slots.size());
+        auto code = static_cast<uint8_t>(code_of(err));
+        if (code == 0)
+          code = static_cast<uint8_t>(butlers_errc::internal_error);
+        for (auto i : slots) {
+          out[i].error_code = code;
+          out[i].error_message = message_of(err);
+        }
+        done(out);
+      });
+}
+
 void hand_to_messenger(switchboard_ptr self, std::string notify,
                        std::function<void(route_response)> done) {
   auto& st = self->state;
@@ -258,148 +354,28 @@ switchboard_actor::behavior_type switchboard(switchboard_ptr self,
                      caf::tick_atom_v);
   return {
     [self](ingest_atom, inbox_record& rec) -> caf::result<append_result> {
-      auto& st = self->state;
-      if (st.ctx->status.draining)
-        return caf::error{butlers_errc::draining,
-                          std::string{"the node is shutting down"}};
-      if (st.in_flight >= st.cfg.max_in_flight) {
-        st.overload_rejected->inc();
-        return caf::error{butlers_errc::overload_rejected,
-                          "admission full: " + std::to_string(st.in_flight)
-                            + " requests awaiting commit"};
-      }
-      ++st.in_flight;
-      st.inflight_requests->set(st.in_flight);
       auto rp = self->make_response_promise<append_result>();
-      inbox_ref ref{rec.context.request_id, rec.context.received_at_us};
-      auto key = rec.dedupe_key;
-      auto order = order_key_of(rec.context);
-      // No timeout: the writer answers every append within one flush, or
-      // at once with "unavailable"; if it dies, the supervisor restarts
-      // this actor with it. A CAF timeout here would cost two wake-ups of
-      // CAF's clock thread per request (the HTTP side keeps the deadline).
-      self->request(st.writer, caf::infinite, append_atom_v, std::move(rec))
-        .then(
-          [self, rp, ref, key, order](append_result& res) mutable {
-            auto& st = self->state;
-            --st.in_flight;
-            st.inflight_requests->set(st.in_flight);
-            if (res.duplicate) {
-              st.deduplicated->inc();
-              spdlog::info("dedupe: key {} deduped to request {}", key,
-                           res.request_id);
-            } else {
-              st.received->inc();
-              spdlog::debug("dedupe: key {} accepted as request {}", key,
-                            res.request_id);
-              if (offer(self, ref, order)) {
-                st.enqueued_hot->inc();
-                pump(self);
-              } else {
-                // Stored and acknowledged; the cold path will find it.
-                st.backpressure->inc();
-              }
-            }
-            rp.deliver(std::move(res));
-          },
-          [self, rp](caf::error& err) mutable {
-            auto& st = self->state;
-            --st.in_flight;
-            st.inflight_requests->set(st.in_flight);
-            rp.deliver(std::move(err));
-          });
+      std::vector<inbox_record> one;
+      one.push_back(std::move(rec));
+      ingest_records(self, std::move(one),
+                     [rp](std::vector<append_result>& res) mutable {
+                       auto& r = res.at(0);
+                       if (r.error_code == 0)
+                         rp.deliver(std::move(r));
+                       else
+                         rp.deliver(
+                           caf::error{static_cast<butlers_errc>(r.error_code),
+                                      std::move(r.error_message)});
+                     });
       return rp;
     },
     [self](ingest_atom, std::vector<inbox_record>& recs)
       -> caf::result<std::vector<append_result>> {
-      auto& st = self->state;
-      std::vector<append_result> out(recs.size());
-      auto refuse = [&](size_t i, butlers_errc code, std::string msg) {
-        out[i].error_code = static_cast<uint8_t>(code);
-        out[i].error_message = std::move(msg);
-      };
-      // Admission per record, in order; the admitted ones go to the writer
-      // as one message.
-      std::vector<inbox_record> admitted;
-      std::vector<size_t> slots;
-      for (size_t i = 0; i < recs.size(); ++i) {
-        if (st.ctx->status.draining) {
-          refuse(i, butlers_errc::draining, "the node is shutting down");
-        } else if (st.in_flight >= st.cfg.max_in_flight) {
-          st.overload_rejected->inc();
-          refuse(i, butlers_errc::overload_rejected,
-                 "admission full: " + std::to_string(st.in_flight)
-                   + " requests awaiting commit");
-        } else {
-          ++st.in_flight;
-          admitted.push_back(std::move(recs[i]));
-          slots.push_back(i);
-        }
-      }
-      st.inflight_requests->set(st.in_flight);
-      if (admitted.empty())
-        return out;
-      struct meta {
-        inbox_ref ref;
-        std::string key;
-        std::string order;
-      };
-      std::vector<meta> metas;
-      metas.reserve(admitted.size());
-      for (auto& rec : admitted)
-        metas.push_back(
-          meta{{rec.context.request_id, rec.context.received_at_us},
-               rec.dedupe_key,
-               order_key_of(rec.context)});
       auto rp = self->make_response_promise<std::vector<append_result>>();
-      auto n = admitted.size();
-      // No timeout, as for one record (see below).
-      self
-        ->request(st.writer, caf::infinite, append_atom_v, std::move(admitted))
-        .then(
-          [self, rp, out, slots,
-           metas](std::vector<append_result>& res) mutable {
-            auto& st = self->state;
-            st.in_flight -= static_cast<uint32_t>(slots.size());
-            st.inflight_requests->set(st.in_flight);
-            bool offered = false;
-            for (size_t j = 0; j < slots.size() && j < res.size(); ++j) {
-              auto& r = res[j];
-              auto& m = metas[j];
-              if (r.error_code == 0 && r.duplicate) {
-                st.deduplicated->inc();
-                spdlog::info("dedupe: key {} deduped to request {}", m.key,
-                             r.request_id);
-              } else if (r.error_code == 0) {
-                st.received->inc();
-                if (offer(self, m.ref, std::move(m.order))) {
-                  st.enqueued_hot->inc();
-                  offered = true;
-                } else {
-                  // Stored and acknowledged; the cold path will find it.
-                  st.backpressure->inc();
-                }
-              }
-              out[slots[j]] = std::move(r);
-            }
-            if (offered)
-              pump(self);
-            rp.deliver(std::move(out));
-          },
-          [self, rp, out, slots, n](caf::error& err) mutable {
-            auto& st = self->state;
-            st.in_flight -= static_cast<uint32_t>(n);
-            st.inflight_requests->set(st.in_flight);
-            auto code = static_cast<uint8_t>(code_of(err));
-            auto msg = message_of(err);
-            for (auto i : slots) {
-              out[i].error_code = code != 0 ? code
-                                            : static_cast<uint8_t>(
-                                              butlers_errc::internal_error);
-              out[i].error_message = msg;
-            }
-            rp.deliver(std::move(out));
-          });
+      ingest_records(self, std::move(recs),
+                     [rp](std::vector<append_result>& res) mutable {
+                       rp.deliver(std::move(res));
+                     });
       return rp;
     },
     [self](enqueue_atom, std::vector<inbox_ref>& refs) {

@@ -176,4 +176,10 @@ std::string order_key_of(const request_context& ctx);
 /// Starts workers while there is queued work and room.
 void pump(switchboard_ptr self);
 
+/// The ingest boundary for one record or a batch (both `ingest_atom`
+/// handlers): admission per record, one writer request for the admitted
+/// ones, then `done` with every record's result in order.
+void ingest_records(switchboard_ptr self, std::vector<inbox_record> recs,
+                    std::function<void(std::vector<append_result>&)> done);
+
 } // namespace butlers

@@ -189,53 +189,53 @@ int steer_bench(uint16_t port, int threads, int steers) {
     std::this_thread::sleep_for(std::chrono::microseconds{pause_us(rng)});
   }
   // Every accepted steer is applied at its run's next boundary.
-  auto deadline = std::chrono::steady_clock::now() + 30s;
   std::vector<double> from_answer;
   std::vector<double> from_send;
   std::vector<double> boundary_wait;
   std::vector<double> raw_from_answer;
   size_t matched = 0;
-  while (std::chrono::steady_clock::now() < deadline) {
-    from_answer.clear();
-    from_send.clear();
-    boundary_wait.clear();
-    raw_from_answer.clear();
-    matched = 0;
-    for (auto& s : streams) {
-      auto text = s->text();
-      size_t pos = 0;
-      const std::string marker = "event: steer.applied\ndata: ";
-      while ((pos = text.find(marker, pos)) != std::string::npos) {
-        pos += marker.size();
-        auto end = text.find('\n', pos);
-        rapidjson::Document doc;
-        if (json::parse(text.substr(pos, end - pos), doc) || !doc.IsObject())
-          continue;
-        auto applied_us = doc["applied_us"].GetInt64();
-        for (auto& in : doc["inputs"].GetArray()) {
-          auto i = samples.find(in["message_id"].GetString());
-          if (i == samples.end())
+  // Polled under a deadline: each look recounts from the streams' text.
+  test::eventually(
+    [&] {
+      from_answer.clear();
+      from_send.clear();
+      boundary_wait.clear();
+      raw_from_answer.clear();
+      matched = 0;
+      for (auto& s : streams) {
+        auto text = s->text();
+        size_t pos = 0;
+        const std::string marker = "event: steer.applied\ndata: ";
+        while ((pos = text.find(marker, pos)) != std::string::npos) {
+          pos += marker.size();
+          auto end = text.find('\n', pos);
+          rapidjson::Document doc;
+          if (json::parse(text.substr(pos, end - pos), doc) || !doc.IsObject())
             continue;
-          ++matched;
-          auto waited = in["waited_us"].GetInt64();
-          // As specified: the run seeing the input at its boundary, minus
-          // the HTTP answer time, minus the wait for the boundary.
-          auto lat = static_cast<double>(applied_us - i->second.answered_us
-                                         - waited)
-                     / 1000.0;
-          raw_from_answer.push_back(lat);
-          from_answer.push_back(std::max(0.0, lat));
-          from_send.push_back(
-            static_cast<double>(in["arrived_us"].GetInt64() - i->second.sent_us)
-            / 1000.0);
-          boundary_wait.push_back(static_cast<double>(waited) / 1000.0);
+          auto applied_us = doc["applied_us"].GetInt64();
+          for (auto& in : doc["inputs"].GetArray()) {
+            auto i = samples.find(in["message_id"].GetString());
+            if (i == samples.end())
+              continue;
+            ++matched;
+            auto waited = in["waited_us"].GetInt64();
+            // As specified: the run seeing the input at its boundary, minus
+            // the HTTP answer time, minus the wait for the boundary.
+            auto lat = static_cast<double>(applied_us - i->second.answered_us
+                                           - waited)
+                       / 1000.0;
+            raw_from_answer.push_back(lat);
+            from_answer.push_back(std::max(0.0, lat));
+            from_send.push_back(static_cast<double>(in["arrived_us"].GetInt64()
+                                                    - i->second.sent_us)
+                                / 1000.0);
+            boundary_wait.push_back(static_cast<double>(waited) / 1000.0);
+          }
         }
       }
-    }
-    if (matched >= samples.size())
-      break;
-    std::this_thread::sleep_for(100ms);
-  }
+      return matched >= samples.size();
+    },
+    30s, 100ms);
   for (auto& id : ids)
     http.post("/v1/threads/" + id + "/cancel", "");
   std::printf("steers sent %d, accepted %zu, refused %d, applied and seen "

@@ -31,6 +31,10 @@ struct writer_script {
   bool hold_claims = false;
   std::vector<caf::typed_response_promise<claim_result>> claim_promises;
   std::vector<caf::typed_response_promise<append_result>> held;
+  /// Held batches: their promise and how many records each carries.
+  std::vector<
+    std::pair<caf::typed_response_promise<std::vector<append_result>>, size_t>>
+    held_batches;
   std::vector<inbox_record> appends;
   std::vector<inbox_ref> claims;
   std::vector<completion> completions;
@@ -58,7 +62,8 @@ inbox_writer_actor::behavior_type fake_writer(
       }
       return stored_as(rec.context.request_id, false);
     },
-    [script](append_atom, std::vector<inbox_record>& recs) {
+    [self, script](append_atom, std::vector<inbox_record>& recs)
+      -> caf::result<std::vector<append_result>> {
       std::vector<append_result> out;
       for (auto& rec : recs) {
         script->appends.push_back(rec);
@@ -69,6 +74,11 @@ inbox_writer_actor::behavior_type fake_writer(
           keys.push_back(rec.dedupe_key);
           out.push_back(stored_as(rec.context.request_id, false));
         }
+      }
+      if (script->hold_appends) {
+        auto rp = self->make_response_promise<std::vector<append_result>>();
+        script->held_batches.emplace_back(rp, recs.size());
+        return rp;
       }
       return out;
     },
@@ -90,6 +100,9 @@ inbox_writer_actor::behavior_type fake_writer(
       for (auto& rp : script->held)
         rp.deliver(stored_as("stored", false));
       script->held.clear();
+      for (auto& [rp, n] : script->held_batches)
+        rp.deliver(std::vector<append_result>(n, stored_as("stored", false)));
+      script->held_batches.clear();
     },
     [](work_atom, work_op&) {
       return work_result{};
