@@ -71,34 +71,22 @@ class Threads : public ::testing::Test {
              const std::string& extra = {}) {
     url_ = fresh_database("threads");
     dir_ = make_temp_dir("threads");
-    node_ = std::make_unique<
-      node_process>("[node]\nname = \"threads-test\"\ndrain_deadline_s = 5\n"
-                    "[http]\nport = 0\nrequest_timeout_ms = 10000\n"
-                    "[scheduler]\nthreads = 2\n"
-                    "[[butler]]\nname = \"general\"\nmax_concurrent_sessions = "
-                      + std::to_string(sessions) + "\nmax_pending = 1000\n"
-                      + "[butler.runtime]\nturn_ms = " + std::to_string(turn_ms)
-                      + "\nturns = " + std::to_string(turns) + "\n" + extra
-                      + "[[messenger.adapter]]\nkind = \"outbox\"\npath = \""
-                      + dir_ + "/outbox.jsonl\"\n",
-                    std::map<std::string, std::string>{
-                      {"BUTLERS_DATABASE_URL", url_}});
-    auto port = node_->wait_listening();
-    ASSERT_TRUE(port) << node_->log();
-    port_ = *port;
-    http_ = std::make_unique<http_client>("127.0.0.1", port_);
-    ASSERT_TRUE(eventually(
-      [&] {
-        return http_->get("/readyz").status == 200;
-      },
-      30s))
-      << node_->log();
+    launch("[[butler]]\nname = \"general\"\nmax_concurrent_sessions = "
+           + std::to_string(sessions) + "\nmax_pending = 1000\n"
+           + "[butler.runtime]\nturn_ms = " + std::to_string(turn_ms)
+           + "\nturns = " + std::to_string(turns) + "\n" + extra);
   }
 
   /// Kills the node (SIGKILL) and starts it again on the same database.
   void crash_and_restart(const std::string& config_tail) {
     node_->signal(SIGKILL);
     ASSERT_TRUE(node_->wait_exit(10s));
+    launch(config_tail);
+  }
+
+  /// Starts a node on `url_` with `config_tail` (butlers) and waits until
+  /// it is ready.
+  void launch(const std::string& config_tail) {
     node_ = std::make_unique<
       node_process>("[node]\nname = \"threads-test\"\ndrain_deadline_s = 5\n"
                     "[http]\nport = 0\nrequest_timeout_ms = 10000\n"
