@@ -31,7 +31,8 @@ std::string_view get_string(const rapidjson::Value& root,
 ingest_parse_result parse_ingest(std::string_view body, size_t max_bytes,
                                  uint32_t dedupe_window_s, int64_t now_us) {
   ingest_parse_result result;
-  rapidjson::Document doc;
+  json::scratch_document scratch;
+  auto& doc = scratch.doc();
   json::parse_limits limits;
   limits.max_bytes = max_bytes;
   if (auto err = json::parse(body, doc, limits)) {

@@ -76,6 +76,9 @@ struct options {
   double warmup_s = 2;
   /// Fraction of requests that repeat an idempotency key sent before.
   double dup_ratio = 0;
+  /// Prints, after the run, one line per 100 ms of the measured window:
+  /// requests due in it, their slowest answer, how many took over 10 ms.
+  bool timeline = false;
 };
 
 void usage(FILE* out) {
@@ -91,7 +94,10 @@ void usage(FILE* out) {
     "  --duration S           measured seconds (default 10)\n"
     "  --warmup S             seconds before the measured window (default 2)\n"
     "  --dup-ratio F          fraction 0..1 of requests that repeat an\n"
-    "                         idempotency key already answered (default 0)\n",
+    "                         idempotency key already answered (default 0)\n"
+    "  --timeline             after the run, print per 100 ms of the window\n"
+    "                         the requests due, the slowest, and how many\n"
+    "                         took over 10 ms (to stderr)\n",
     out);
 }
 
@@ -122,6 +128,10 @@ bool parse_args(int argc, char** argv, options& opts, bool& help) {
     if (arg == "-h" || arg == "--help") {
       help = true;
       return true;
+    }
+    if (arg == "--timeline") {
+      opts.timeline = true;
+      continue;
     }
     std::string value;
     if (auto eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != arg.npos) {
@@ -920,7 +930,11 @@ class load_generator {
       remember(c.key);
     if (!c.measured)
       return;
-    hist_.record(static_cast<uint64_t>(std::max<nanos>(0, now - c.due) / 1000));
+    auto latency_us = static_cast<uint64_t>(std::max<nanos>(0, now - c.due)
+                                            / 1000);
+    hist_.record(latency_us);
+    if (opts_.timeline)
+      slice_of(c.due).record(latency_us);
     switch (r.status) {
       case 202:
         ++tally_.ok_202;
@@ -1069,6 +1083,37 @@ class load_generator {
   tally tally_;
   latency_histogram hist_;
   std::string last_error_;
+
+  struct slice {
+    uint64_t count = 0;
+    uint64_t max_us = 0;
+    uint64_t over_10ms = 0;
+    void record(uint64_t us) {
+      ++count;
+      max_us = std::max(max_us, us);
+      over_10ms += us > 10'000 ? 1 : 0;
+    }
+  };
+  static constexpr nanos slice_ns = 100'000'000;
+  std::vector<slice> slices_;
+
+  slice& slice_of(nanos due) {
+    auto k = static_cast<size_t>((due - window_start_) / slice_ns);
+    if (k >= slices_.size())
+      slices_.resize(k + 1);
+    return slices_[k];
+  }
+
+ public:
+  void print_timeline() const {
+    for (size_t k = 0; k < slices_.size(); ++k)
+      std::fprintf(stderr,
+                   "timeline t=%.1fs due=%" PRIu64
+                   " max_ms=%.1f over_10ms=%" PRIu64 "\n",
+                   static_cast<double>(k) / 10.0, slices_[k].count,
+                   static_cast<double>(slices_[k].max_us) / 1000.0,
+                   slices_[k].over_10ms);
+  }
 };
 
 } // namespace
@@ -1087,5 +1132,7 @@ int main(int argc, char** argv) {
   if (!gen.run())
     return 1;
   gen.report();
+  if (opts.timeline)
+    gen.print_timeline();
   return 0;
 }

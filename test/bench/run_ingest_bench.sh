@@ -4,7 +4,8 @@
 #
 #   test/bench/run_ingest_bench.sh [--duration S] [--warmup S]
 #                                  [--connections N] [--policy P]
-#                                  [--scheduler-threads N] [--build-dir DIR]
+#                                  [--scheduler-threads N] [--http-threads N]
+#                                  [--build-dir DIR]
 #
 #   setup -> build butlers-node and butlers_ingest_load -> PostgreSQL 15 in a
 #   temporary directory -> a node on a free loopback port -> five load runs
@@ -23,6 +24,7 @@ warmup=2
 connections=512
 policy=sharing
 scheduler_threads=1
+http_threads=1
 build_dir="$ROOT/build"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -36,14 +38,16 @@ while [ $# -gt 0 ]; do
     --policy=*) policy=${1#--policy=} ;;
     --scheduler-threads) scheduler_threads=${2:?--scheduler-threads needs a number}; shift ;;
     --scheduler-threads=*) scheduler_threads=${1#--scheduler-threads=} ;;
+    --http-threads) http_threads=${2:?--http-threads needs a number}; shift ;;
+    --http-threads=*) http_threads=${1#--http-threads=} ;;
     --build-dir) build_dir=${2:?--build-dir needs a directory}; shift ;;
     --build-dir=*) build_dir=${1#--build-dir=} ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
   shift
 done
-for v in duration warmup connections scheduler_threads; do
+for v in duration warmup connections scheduler_threads http_threads; do
   [[ ${!v} =~ ^[0-9]+$ ]] || die "--$v takes a whole number"
 done
 if [ "$duration" -lt 1 ] || [ "$duration" -gt 3600 ]; then
@@ -55,6 +59,9 @@ if [ "$connections" -lt 1 ] || [ "$connections" -gt 1000 ]; then
 fi
 if [ "$scheduler_threads" -lt 1 ] || [ "$scheduler_threads" -gt 64 ]; then
   die "--scheduler-threads takes 1..64"
+fi
+if [ "$http_threads" -lt 1 ] || [ "$http_threads" -gt 64 ]; then
+  die "--http-threads takes 1..64"
 fi
 case "$policy" in
   stealing|sharing) ;;
@@ -114,6 +121,15 @@ log "starting PostgreSQL on port $pg_port ($pgdir)"
 PG_EXTRA_OPTS="-c wal_init_zero=off -c min_wal_size=2GB -c max_wal_size=4GB" \
   pg_start "$pgdir" "$pg_port"
 pg_createdb "$pgdir" "$pg_port" butlers_bench
+
+# The disk's synchronous write rate, where the database lives: 500 writes
+# of 8 KiB, each flushed before the next (O_DSYNC), as a commit flushes the
+# WAL. Commit-per-row pgbench is bound by it when it is slow; group commit
+# is not. Printed with the table, since the ratio depends on it.
+dsync_line=$(dd if=/dev/zero of="$work/dsync.probe" bs=8k count=500 \
+  oflag=dsync 2>&1 | tail -n 1 || true)
+rm -f "$work/dsync.probe"
+dsync_s=$(sed -n 's/.* copied, \([0-9.]*\) s,.*/\1/p' <<<"$dsync_line")
 # The node and pgbench both reach PostgreSQL over its Unix socket.
 export BUTLERS_DATABASE_URL="host=$pgdir port=$pg_port dbname=butlers_bench user=postgres"
 
@@ -139,7 +155,7 @@ max_batch = 512
 [http]
 bind = "127.0.0.1"
 port = $node_port
-threads = 1
+threads = $http_threads
 max_connections = 4096
 
 [switchboard]
@@ -322,7 +338,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'
 round() { awk -v a="$1" 'BEGIN { printf "%.0f", a }'; }
 
 echo
-echo "Ingest benchmark: $duration s per run after $warmup s warm-up, $connections connections, scheduler $scheduler_threads thread(s) policy $policy, $(nproc) cores"
+echo "Ingest benchmark: $duration s per run after $warmup s warm-up, $connections connections, HTTP $http_threads thread(s), scheduler $scheduler_threads thread(s) policy $policy, $(nproc) cores"
 echo
 echo "| run | offered/s | accepted/s | p50 ms | p99 ms | 429 | 503 |"
 echo "|---|---|---|---|---|---|---|"
@@ -333,3 +349,6 @@ echo "pgbench single-row autocommit, 32 clients: $(round "$pg_cte") rows/s (vari
 echo "pgbench message_inbox row only, 32 clients: $(round "$pg_only") rows/s (reference; ratio against it: $(ratio "$sat" "$pg_only"))"
 echo "ratio (node durable accepted/s at saturation, unique keys) / pgbench: $(ratio "$sat" "$pg_cte")  (target >= 2.0)"
 echo "p99 at half saturation: $half_p99 ms (target <= 10)"
+if [ -n "$dsync_s" ]; then
+  awk -v s="$dsync_s" 'BEGIN { if (s > 0) printf "disk: 8 KiB synchronous writes (dd oflag=dsync) %.0f/s, %.3f ms each\n", 500 / s, s * 1000 / 500 }'
+fi

@@ -98,6 +98,40 @@ TEST(json_parse, rejects_malformed_input) {
   EXPECT_TRUE(json::parse("\"\xed\xa0\x80\"", doc)) << "UTF-8 surrogate";
 }
 
+TEST(json_scratch_document, holds_documents_beyond_its_buffer) {
+  // 2,000 members of ~40 bytes each: far past the 16 KiB scratch buffer.
+  std::string text = "{";
+  for (int i = 0; i < 2000; ++i)
+    text += (i ? ",\"" : "\"") + std::string(24, 'k') + std::to_string(i)
+            + "\":" + std::to_string(i);
+  text += "}";
+  for (int round = 0; round < 3; ++round) {
+    json::scratch_document scratch;
+    ASSERT_FALSE(json::parse(text, scratch.doc()));
+    ASSERT_EQ(scratch.doc().MemberCount(), 2000u);
+    EXPECT_EQ(scratch.doc()[(std::string(24, 'k') + "1999").c_str()].GetInt(),
+              1999);
+  }
+}
+
+TEST(json_scratch_document, a_second_one_on_the_thread_does_not_share_it) {
+  json::scratch_document outer;
+  ASSERT_FALSE(
+    json::parse(R"({"outer": "a value that must survive"})", outer.doc()));
+  {
+    json::scratch_document inner;
+    ASSERT_FALSE(
+      json::parse(R"({"inner": "another value, overwriting?"})", inner.doc()));
+    EXPECT_STREQ(inner.doc()["inner"].GetString(),
+                 "another value, overwriting?");
+  }
+  EXPECT_STREQ(outer.doc()["outer"].GetString(), "a value that must survive");
+  // The buffer is free again once both are gone.
+  json::scratch_document after;
+  ASSERT_FALSE(json::parse(R"([1, 2, 3])", after.doc()));
+  EXPECT_EQ(after.doc().Size(), 3u);
+}
+
 TEST(json_to_string, is_compact) {
   rapidjson::Document doc;
   ASSERT_FALSE(json::parse(R"( { "a" : [ 1 , 2 ] , "b" : "x\ny" } )", doc));
