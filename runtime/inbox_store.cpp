@@ -88,6 +88,17 @@ void inbox_store::ping() {
 
 write_result inbox_store::write(const write_batch& b) {
   write_result result;
+  if (b.size() == b.appends.size()) {
+    // Appends alone (the append lane's batches): their one statement is
+    // atomic on its own, so it runs as its own transaction, one round trip
+    // instead of three (BEGIN, the statement, COMMIT), and PostgreSQL has
+    // committed it when the answer arrives. The dedupe lookup that may
+    // follow only reads rows committed before it.
+    pqxx::nontransaction tx{*conn_};
+    if (!b.appends.empty())
+      write_appends(tx, b.appends, result.appends);
+    return result;
+  }
   pqxx::work tx{*conn_};
   if (!b.appends.empty())
     write_appends(tx, b.appends, result.appends);
@@ -103,7 +114,7 @@ write_result inbox_store::write(const write_batch& b) {
   return result;
 }
 
-void inbox_store::write_appends(pqxx::work& tx,
+void inbox_store::write_appends(pqxx::transaction_base& tx,
                                 const std::vector<inbox_record>& in,
                                 std::vector<append_result>& out) {
   // Within the batch, the first occurrence of a dedupe key is the candidate;

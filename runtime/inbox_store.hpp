@@ -67,7 +67,8 @@ class inbox_store {
                               int64_t after_us = 0);
 
  private:
-  void write_appends(pqxx::work& tx, const std::vector<inbox_record>& in,
+  void write_appends(pqxx::transaction_base& tx,
+                     const std::vector<inbox_record>& in,
                      std::vector<append_result>& out);
   void write_claims(pqxx::work& tx, const std::vector<inbox_ref>& in,
                     std::vector<claim_result>& out);

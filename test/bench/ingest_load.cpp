@@ -96,8 +96,8 @@ void usage(FILE* out) {
     "  --dup-ratio F          fraction 0..1 of requests that repeat an\n"
     "                         idempotency key already answered (default 0)\n"
     "  --timeline             after the run, print per 100 ms of the window\n"
-    "                         the requests due, the slowest, and how many\n"
-    "                         took over 10 ms (to stderr)\n",
+    "                         the requests due, the slowest, how many took\n"
+    "                         over 10 ms, and the latest send (to stderr)\n",
     out);
 }
 
@@ -838,6 +838,8 @@ class load_generator {
     c.out_off = 0;
     if (c.measured)
       ++tally_.sent;
+    if (c.measured && opts_.timeline)
+      slice_of(due).sent_late(std::max<nanos>(0, now - due));
     flush(i, now);
   }
 
@@ -1088,6 +1090,14 @@ class load_generator {
     uint64_t count = 0;
     uint64_t max_us = 0;
     uint64_t over_10ms = 0;
+    /// How late the generator sent a request after it was due: its own
+    /// delays (no idle connection, or its thread not running), not the
+    /// server's.
+    uint64_t max_send_late_us = 0;
+    void sent_late(nanos ns) {
+      max_send_late_us = std::max(max_send_late_us,
+                                  static_cast<uint64_t>(ns / 1000));
+    }
     void record(uint64_t us) {
       ++count;
       max_us = std::max(max_us, us);
@@ -1109,10 +1119,11 @@ class load_generator {
     for (size_t k = 0; k < slices_.size(); ++k)
       std::fprintf(stderr,
                    "timeline t=%.1fs due=%" PRIu64
-                   " max_ms=%.1f over_10ms=%" PRIu64 "\n",
+                   " max_ms=%.1f over_10ms=%" PRIu64 " max_send_late_ms=%.1f\n",
                    static_cast<double>(k) / 10.0, slices_[k].count,
                    static_cast<double>(slices_[k].max_us) / 1000.0,
-                   slices_[k].over_10ms);
+                   slices_[k].over_10ms,
+                   static_cast<double>(slices_[k].max_send_late_us) / 1000.0);
   }
 };
 
