@@ -8,10 +8,11 @@
 #                                  [--build-dir DIR]
 #
 #   setup -> build butlers-node and butlers_ingest_load -> PostgreSQL 15 in a
-#   temporary directory -> a node on a free loopback port -> five load runs
-#   (saturation with unique keys, saturation with 10 % duplicates, open loop
-#   at 25/50/75 % of the unique-key saturation rate) -> node stopped ->
-#   pgbench, 32 clients, one row per autocommit transaction -> table.
+#   temporary directory -> a node on a free loopback port -> six load runs
+#   (saturation with unique keys twice, saturation with 10 % duplicates,
+#   open loop at 25/50/75 % of the better unique-key saturation rate) ->
+#   node stopped -> pgbench, 32 clients, one request per autocommit
+#   transaction, each variant twice -> table.
 #
 # Every step is bounded; the temporary directory, the node and PostgreSQL are
 # removed on exit, failure or Ctrl-C. test/bench/README.md explains the rows.
@@ -252,8 +253,13 @@ load() {
   kill -0 "$node_pid" 2>/dev/null || node_failed "the node died during '$label'"
 }
 
+# The machine's speed drifts from one run to the next; the saturation run
+# and each pgbench run go twice, and each side counts its better run.
 load "saturation, unique keys" "max" --rate 0
-sat=$(field accepted_per_s "$result")
+sat_a=$(field accepted_per_s "$result")
+load "saturation, unique keys (again)" "max" --rate 0
+sat_b=$(field accepted_per_s "$result")
+sat=$(awk -v a="$sat_a" -v b="$sat_b" 'BEGIN { print (a > b ? a : b) }')
 sat_int=${sat%.*}
 [ "${sat_int:-0}" -ge 4 ] ||
   node_failed "the node accepted $sat requests/s at saturation; nothing to compare"
@@ -313,6 +319,8 @@ EOF
 # pgbench_tps SCRIPT: transactions per second without connection time.
 pgbench_tps() {
   local script=$1 out
+  # From an empty inbox and a checkpoint, as every node run.
+  psql_bench "TRUNCATE message_inbox, inbox_dedupe, inbox_transitions" >/dev/null
   psql_bench "CHECKPOINT" >/dev/null
   out=$(timeout --kill-after=5 $((duration + 60)) "$PGBIN/pgbench" \
     -h "$pgdir" -p "$pg_port" -U postgres -n -f "$script" -c 32 -j 2 \
@@ -322,13 +330,19 @@ pgbench_tps() {
     <<<"$out"
 }
 
-log "pgbench: message_inbox + inbox_dedupe per transaction, 32 clients"
-pg_cte=$(pgbench_tps "$work/inbox_with_dedupe.sql")
-log "pgbench: message_inbox row only per transaction, 32 clients"
-pg_only=$(pgbench_tps "$work/inbox_only.sql")
-if [ -z "$pg_cte" ] || [ -z "$pg_only" ]; then
-  die "no tps line in pgbench's output"
-fi
+pg_runs=()
+for round in 1 2; do
+  log "pgbench ($round/2): message_inbox + inbox_dedupe per transaction, 32 clients"
+  pg_runs+=("$(pgbench_tps "$work/inbox_with_dedupe.sql")")
+  log "pgbench ($round/2): message_inbox row only per transaction, 32 clients"
+  pg_runs+=("$(pgbench_tps "$work/inbox_only.sql")")
+done
+for tps in "${pg_runs[@]}"; do
+  [ -n "$tps" ] || die "no tps line in pgbench's output"
+done
+best() { awk -v a="$1" -v b="$2" 'BEGIN { print (a > b ? a : b) }'; }
+pg_cte=$(best "${pg_runs[0]}" "${pg_runs[2]}")
+pg_only=$(best "${pg_runs[1]}" "${pg_runs[3]}")
 
 pg_stop "$pgdir"
 
@@ -345,8 +359,9 @@ echo "|---|---|---|---|---|---|---|"
 printf '%s\n' "${rows[@]}"
 echo
 for n in "${notes[@]+"${notes[@]}"}"; do echo "$n"; done
-echo "pgbench single-row autocommit, 32 clients: $(round "$pg_cte") rows/s (variant: one message_inbox row plus its inbox_dedupe row per transaction, in one CTE statement like the node's)"
-echo "pgbench message_inbox row only, 32 clients: $(round "$pg_only") rows/s (reference; ratio against it: $(ratio "$sat" "$pg_only"))"
+echo "pgbench single-row autocommit, 32 clients: $(round "$pg_cte") rows/s, the better of $(round "${pg_runs[0]}") and $(round "${pg_runs[2]}") (variant: one message_inbox row plus its inbox_dedupe row per transaction, in one CTE statement like the node's)"
+echo "pgbench message_inbox row only, 32 clients: $(round "$pg_only") rows/s, the better of $(round "${pg_runs[1]}") and $(round "${pg_runs[3]}") (reference; ratio against it: $(ratio "$sat" "$pg_only"))"
+echo "node at saturation, unique keys: $(round "$sat") accepted/s, the better of $(round "$sat_a") and $(round "$sat_b")"
 echo "ratio (node durable accepted/s at saturation, unique keys) / pgbench: $(ratio "$sat" "$pg_cte")  (target >= 2.0)"
 echo "p99 at half saturation: $half_p99 ms (target <= 10)"
 if [ -n "$dsync_s" ]; then
