@@ -540,6 +540,9 @@ void tick(butler_ptr self) {
   pump(self);
 }
 
+/// How soon a butler retries its first recovery when it did not go through.
+constexpr std::chrono::milliseconds first_recovery_retry{250};
+
 std::chrono::milliseconds tick_interval(const butler_config& cfg) {
   return std::chrono::milliseconds{std::max<uint32_t>(cfg.lease_s, 3) * 1000
                                    / 3};
@@ -739,8 +742,15 @@ butler_actor::behavior_type butler(
     },
     [self](caf::tick_atom) {
       tick(self);
-      self->delayed_send(self, tick_interval(self->state.params.cfg),
-                         caf::tick_atom_v);
+      // Until the first recovery of this node's own work has gone through
+      // (at start the writer may not have connected yet), and while there
+      // is nothing to renew, tick again soon rather than a whole interval
+      // later.
+      auto& st = self->state;
+      auto next = tick_interval(st.params.cfg);
+      if (!st.recovered_own && st.pending.empty() && st.running.empty())
+        next = std::min<std::chrono::milliseconds>(next, first_recovery_retry);
+      self->delayed_send(self, next, caf::tick_atom_v);
     },
     [self](schedule_atom, uint32_t i) {
       if (i < self->state.params.cfg.schedules.size())

@@ -14,6 +14,9 @@ using namespace std::chrono_literals;
 /// Delay before the next sweep while draining a backlog.
 constexpr auto drain_delay = 50ms;
 
+/// Delay before looking again while the writer is not ready.
+constexpr auto not_ready = 100ms;
+
 } // namespace
 
 inbox_scanner_actor::behavior_type inbox_scanner(
@@ -36,6 +39,15 @@ inbox_scanner_actor::behavior_type inbox_scanner(
       auto interval = std::chrono::seconds{st.cfg.scanner_interval_s};
       if (st.ctx->status.draining)
         return;
+      if (!st.ctx->status.database_ready) {
+        // The writer has not connected (and made the partitions) yet, or
+        // the database is down: every claim of what we found would be
+        // refused as unavailable. Look again shortly; at start this is
+        // crash recovery and should not wait a whole interval.
+        self->delayed_send(self, std::min<caf::timespan>(interval, not_ready),
+                           scan_atom_v);
+        return;
+      }
       std::vector<inbox_ref> refs;
       try {
         if (!st.store->connected())

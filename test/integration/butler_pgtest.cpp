@@ -618,5 +618,35 @@ TEST_F(ButlerNode, SigkillMidSessionThenRestartCompletesTheItemOnce) {
   EXPECT_EQ(count("messenger", "ok"), 1);
 }
 
+TEST_F(ButlerNode, ARestartedNodeTakesBackItsOwnWorkWithoutWaitingATick) {
+  // The default lease (60 s): renewals and recovery tick every 20 s. A
+  // restarted node holds its own interrupted work under its own name, and
+  // takes it back at start; that must not wait for the second tick when
+  // the first ran before the writer had connected.
+  auto config = std::string{"[[butler]]\nname = \"health\"\nlease_s = 60\n"
+                            "[butler.runtime]\nturn_ms = 500\nturns = 2\n"};
+  start(config);
+  auto r = http_->post("/v1/butlers/health/route",
+                       route_json("health", "come back quickly"));
+  ASSERT_EQ(r.status, 202) << r.body;
+  ASSERT_TRUE(eventually(
+    [&] {
+      return count("health", "running") == 1;
+    },
+    10s));
+  node_->signal(SIGKILL);
+  ASSERT_TRUE(node_->wait_exit(10s));
+  node_.reset();
+  start(config);
+  // Well inside the 20 s tick: the session (1 s) ran again and finished.
+  ASSERT_TRUE(eventually(
+    [&] {
+      return count("health", "ok") == 1;
+    },
+    10s))
+    << node_->log();
+  EXPECT_EQ(count("health", "running"), 0);
+}
+
 } // namespace
 } // namespace butlers::test
