@@ -93,7 +93,12 @@ write_result inbox_store::write(const write_batch& b) {
     // atomic on its own, so it runs as its own transaction, one round trip
     // instead of three (BEGIN, the statement, COMMIT), and PostgreSQL has
     // committed it when the answer arrives. The dedupe lookup that may
-    // follow only reads rows committed before it.
+    // follow only reads rows committed before it. Should that lookup fail
+    // with a statement error (the connection fine), the caller's
+    // one-by-one retry finds the batch's keys stored and answers each as a
+    // duplicate of itself: its own request id, stored, but labelled
+    // deduped. Inside a transaction the lookup's failure rolled the
+    // appends back instead.
     pqxx::nontransaction tx{*conn_};
     if (!b.appends.empty())
       write_appends(tx, b.appends, result.appends);
