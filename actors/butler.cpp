@@ -441,6 +441,12 @@ void tick(butler_ptr self) {
       ++i;
     }
   }
+  if (!st.ctx->status.database_ready) {
+    // The writer would refuse every renewal and recovery: wait for the
+    // next tick rather than count refusals.
+    pump(self);
+    return;
+  }
   std::vector<work_item> held;
   for (auto& h : st.pending)
     held.push_back(h.item);
@@ -489,7 +495,8 @@ void tick(butler_ptr self) {
               + cfg.max_concurrent_sessions
               - static_cast<int64_t>(st.pending.size() + st.appending
                                      + st.active());
-  if (room > 0) {
+  if (room > 0 && !st.leasing) {
+    st.leasing = true;
     work_op op;
     op.kind = work_op_kind::lease;
     op.item.butler = cfg.name;
@@ -501,6 +508,7 @@ void tick(butler_ptr self) {
       .then(
         [self](work_result& r) {
           auto& st = self->state;
+          st.leasing = false;
           if (!r.ok)
             return; // the statement failed: try again next tick
           st.recovered_own = true;
@@ -533,15 +541,13 @@ void tick(butler_ptr self) {
           }
           pump(self);
         },
-        [](const caf::error&) {
+        [self](const caf::error&) {
           // Database away: the next tick tries again.
+          self->state.leasing = false;
         });
   }
   pump(self);
 }
-
-/// How soon a butler retries its first recovery when it did not go through.
-constexpr std::chrono::milliseconds first_recovery_retry{250};
 
 std::chrono::milliseconds tick_interval(const butler_config& cfg) {
   return std::chrono::milliseconds{std::max<uint32_t>(cfg.lease_s, 3) * 1000
@@ -745,11 +751,14 @@ butler_actor::behavior_type butler(
       // Until the first recovery of this node's own work has gone through
       // (at start the writer may not have connected yet), and while there
       // is nothing to renew, tick again soon rather than a whole interval
-      // later.
+      // later: after 250 ms, then twice as long each time.
       auto& st = self->state;
       auto next = tick_interval(st.params.cfg);
-      if (!st.recovered_own && st.pending.empty() && st.running.empty())
-        next = std::min<std::chrono::milliseconds>(next, first_recovery_retry);
+      if (!st.recovered_own && st.pending.empty() && st.running.empty()) {
+        next = std::min(next, st.first_recovery_delay);
+        st.first_recovery_delay = std::min(next * 2,
+                                           tick_interval(st.params.cfg));
+      }
       self->delayed_send(self, next, caf::tick_atom_v);
     },
     [self](schedule_atom, uint32_t i) {

@@ -84,6 +84,11 @@ struct butler_state {
   /// The first recovery also takes the leases earlier incarnations on this
   /// node held (they are gone: this one replaced them).
   bool recovered_own = false;
+  /// A recovery (`lease`) request is out: one at a time.
+  bool leasing = false;
+  /// Until the first recovery went through, the next tick comes after this
+  /// (250 ms, doubling up to the tick interval).
+  std::chrono::milliseconds first_recovery_delay{250};
   /// Cron schedules, parallel to cfg.schedules (nullopt for every_s).
   std::vector<std::optional<cron_schedule>> crons;
   butler_status status;

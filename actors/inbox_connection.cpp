@@ -94,8 +94,9 @@ inbox_connection_actor::behavior_type inbox_connection(
         } catch (const pqxx::in_doubt_error&) {
           throw;
         } catch (const std::exception& e) {
-          // A statement error: the transaction rolled back and the
-          // connection lives. Isolate the bad element(s).
+          // A statement error: the transaction (or the autocommitted
+          // append statement) rolled back and the connection lives.
+          // Isolate the bad element(s).
           if (batch.size() == 1)
             spdlog::error("inbox write failed: {}", e.what());
           else

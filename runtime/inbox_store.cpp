@@ -93,20 +93,22 @@ write_result inbox_store::write(const write_batch& b) {
     // atomic on its own, so it runs as its own transaction, one round trip
     // instead of three (BEGIN, the statement, COMMIT), and PostgreSQL has
     // committed it when the answer arrives. The dedupe lookup that may
-    // follow only reads rows committed before it. Should that lookup fail
-    // with a statement error (the connection fine), the caller's
-    // one-by-one retry finds the batch's keys stored and answers each as a
-    // duplicate of itself: its own request id, stored, but labelled
-    // deduped. Inside a transaction the lookup's failure rolled the
-    // appends back instead.
+    // follow only reads rows committed before it.
     pqxx::nontransaction tx{*conn_};
-    if (!b.appends.empty())
-      write_appends(tx, b.appends, result.appends);
+    try {
+      if (!b.appends.empty())
+        write_appends(tx, b.appends, result.appends, true);
+    } catch (const pqxx::broken_connection& e) {
+      // The statement commits by itself: when the connection broke
+      // during it (or the lookup after it), it may have. Nothing is
+      // acknowledged; clients retry and dedupe finds what was stored.
+      throw pqxx::in_doubt_error{e.what()};
+    }
     return result;
   }
   pqxx::work tx{*conn_};
   if (!b.appends.empty())
-    write_appends(tx, b.appends, result.appends);
+    write_appends(tx, b.appends, result.appends, false);
   if (!b.claims.empty())
     write_claims(tx, b.claims, result.claims);
   if (!b.completions.empty())
@@ -121,7 +123,8 @@ write_result inbox_store::write(const write_batch& b) {
 
 void inbox_store::write_appends(pqxx::transaction_base& tx,
                                 const std::vector<inbox_record>& in,
-                                std::vector<append_result>& out) {
+                                std::vector<append_result>& out,
+                                bool committed) {
   // Within the batch, the first occurrence of a dedupe key is the candidate;
   // later ones are its duplicates whatever the database says.
   std::unordered_map<std::string_view, size_t> first;
@@ -163,10 +166,21 @@ void inbox_store::write_appends(pqxx::transaction_base& tx,
   for (auto i : candidates)
     if (is_new.count(in[i].dedupe_key) == 0)
       dup_keys.add(in[i].dedupe_key);
-  if (dup_keys.size() > 0)
-    for (auto row :
-         tx.exec_params(replanned("inbox_lookup_dedupe"), dup_keys.str()))
-      canonical.emplace(row[0].as<std::string>(), row[1].as<std::string>());
+  bool lookup_failed = false;
+  if (dup_keys.size() > 0) {
+    try {
+      for (auto row :
+           tx.exec_params(replanned("inbox_lookup_dedupe"), dup_keys.str()))
+        canonical.emplace(row[0].as<std::string>(), row[1].as<std::string>());
+    } catch (const pqxx::sql_error&) {
+      if (!committed)
+        throw; // the appends roll back with it; the caller retries
+      // The appends are committed already: answer the new ones, and the
+      // duplicates with a storage error (empty result) that their clients
+      // retry, when the lookup finds the originals.
+      lookup_failed = true;
+    }
+  }
   out.resize(in.size());
   for (size_t i = 0; i < in.size(); ++i) {
     auto& key = in[i].dedupe_key;
@@ -175,6 +189,8 @@ void inbox_store::write_appends(pqxx::transaction_base& tx,
       out[i] = stored_as(in[i].context.request_id, false);
     } else if (is_new.count(key) > 0) {
       out[i] = stored_as(in[j].context.request_id, true);
+    } else if (lookup_failed) {
+      out[i] = append_result{};
     } else {
       auto k = canonical.find(key);
       // A key that was neither new nor found was removed between the two

@@ -13,7 +13,8 @@
 namespace butlers {
 
 /// The inbox's SQL, on one connection: group-committed appends, claims and
-/// completions (each batch one transaction, each kind one statement over
+/// completions (each batch one transaction, or one autocommitted
+/// statement when it holds appends alone; each kind one statement over
 /// arrays), the cold-path scan, migrations and partition maintenance.
 /// Blocking: used only from detached actors and tests. Methods throw
 /// libpqxx exceptions; `pqxx::broken_connection` (and `in_doubt_error`)
@@ -49,10 +50,12 @@ class inbox_store {
   /// A round trip, to notice a dead connection while idle.
   void ping();
 
-  /// Writes a batch in one transaction. Duplicate dedupe keys inside the
-  /// batch resolve to the first occurrence's request. Appends are written
-  /// in dedupe-key order, so concurrent batches on other connections lock
-  /// keys in the same order and cannot deadlock.
+  /// Writes a batch in one transaction (appends alone: one autocommitted
+  /// statement, and a broken connection is reported as
+  /// `pqxx::in_doubt_error`, since it may have committed). Duplicate dedupe
+  /// keys inside the batch resolve to the first occurrence's request.
+  /// Appends are written in dedupe-key order, so concurrent batches on
+  /// other connections lock keys in the same order and cannot deadlock.
   write_result write(const write_batch& b);
 
   /// Writes each element in its own transaction, marking the ones that
@@ -67,9 +70,11 @@ class inbox_store {
                               int64_t after_us = 0);
 
  private:
+  /// `committed`: `tx` commits each statement by itself (autocommit), so
+  /// the appends stand even if the dedupe lookup after them fails.
   void write_appends(pqxx::transaction_base& tx,
                      const std::vector<inbox_record>& in,
-                     std::vector<append_result>& out);
+                     std::vector<append_result>& out, bool committed);
   void write_claims(pqxx::work& tx, const std::vector<inbox_ref>& in,
                     std::vector<claim_result>& out);
   void write_completions(pqxx::work& tx, const std::vector<completion>& in,

@@ -407,9 +407,7 @@ TEST_F(Ingest, ARestartWithABacklogClaimsNothingBeforeTheWriterIsReady) {
     << node_->log();
   auto m = metrics();
   EXPECT_GT(metric(m, "butlers_buffer_scanner_recovered_total"), 0);
-  // The two butlers' first lease ticks may still race the writer; nothing
-  // else may.
-  EXPECT_LE(metric(m, "butlers_inbox_writer_unavailable_total"), 2)
+  EXPECT_EQ(metric(m, "butlers_inbox_writer_unavailable_total"), 0)
     << "writes refused as unavailable after a clean start";
 }
 

@@ -177,6 +177,8 @@ struct Butler : test::deterministic_fixture {
   Butler() {
     sb = sys.spawn(fake_switchboard, notes);
     ctx->set_switchboard(caf::actor_cast<caf::actor>(sb));
+    // The fake writer is always up; butlers renew and recover only then.
+    ctx->status.database_ready = true;
   }
 
   switchboard_actor sb;
