@@ -127,7 +127,7 @@ pg_createdb "$pgdir" "$pg_port" butlers_bench
 # of 8 KiB, each flushed before the next (O_DSYNC), as a commit flushes the
 # WAL. Commit-per-row pgbench is bound by it when it is slow; group commit
 # is not. Printed with the table, since the ratio depends on it.
-dsync_line=$(dd if=/dev/zero of="$work/dsync.probe" bs=8k count=500 \
+dsync_line=$(LC_ALL=C dd if=/dev/zero of="$work/dsync.probe" bs=8k count=500 \
   oflag=dsync 2>&1 | tail -n 1 || true)
 rm -f "$work/dsync.probe"
 dsync_s=$(sed -n 's/.* copied, \([0-9.]*\) s,.*/\1/p' <<<"$dsync_line")
@@ -319,9 +319,13 @@ EOF
 # pgbench_tps SCRIPT: transactions per second without connection time.
 pgbench_tps() {
   local script=$1 out
-  # From an empty inbox and a checkpoint, as every node run.
-  psql_bench "TRUNCATE message_inbox, inbox_dedupe, inbox_transitions" >/dev/null
-  psql_bench "CHECKPOINT" >/dev/null
+  # From an empty inbox and a checkpoint, as every node run. (This runs in
+  # a command substitution, where set -e does not apply: a failure prints
+  # why and leaves no tps line, which the caller treats as fatal.)
+  psql_bench "TRUNCATE message_inbox, inbox_dedupe, inbox_transitions" \
+    >/dev/null || { echo "pgbench_tps: TRUNCATE failed" >&2; return 1; }
+  psql_bench "CHECKPOINT" >/dev/null ||
+    { echo "pgbench_tps: CHECKPOINT failed" >&2; return 1; }
   out=$(timeout --kill-after=5 $((duration + 60)) "$PGBIN/pgbench" \
     -h "$pgdir" -p "$pg_port" -U postgres -n -f "$script" -c 32 -j 2 \
     -T "$duration" -M prepared butlers_bench 2>&1) ||

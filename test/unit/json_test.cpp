@@ -115,18 +115,21 @@ TEST(json_scratch_document, holds_documents_beyond_its_buffer) {
 }
 
 TEST(json_scratch_document, a_second_one_on_the_thread_does_not_share_it) {
-  json::scratch_document outer;
-  ASSERT_FALSE(
-    json::parse(R"({"outer": "a value that must survive"})", outer.doc()));
   {
-    json::scratch_document inner;
+    json::scratch_document outer;
     ASSERT_FALSE(
-      json::parse(R"({"inner": "another value, overwriting?"})", inner.doc()));
-    EXPECT_STREQ(inner.doc()["inner"].GetString(),
-                 "another value, overwriting?");
+      json::parse(R"({"outer": "a value that must survive"})", outer.doc()));
+    {
+      json::scratch_document inner;
+      ASSERT_FALSE(json::parse(R"({"inner": "another value, overwriting?"})",
+                               inner.doc()));
+      EXPECT_STREQ(inner.doc()["inner"].GetString(),
+                   "another value, overwriting?");
+    }
+    EXPECT_STREQ(outer.doc()["outer"].GetString(), "a value that must survive");
   }
-  EXPECT_STREQ(outer.doc()["outer"].GetString(), "a value that must survive");
-  // The buffer is free again once both are gone.
+  // Both gone: the next one takes the thread's buffer again, and what it
+  // parses is its own.
   json::scratch_document after;
   ASSERT_FALSE(json::parse(R"([1, 2, 3])", after.doc()));
   EXPECT_EQ(after.doc().Size(), 3u);
