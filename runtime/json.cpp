@@ -1,6 +1,7 @@
 #include "runtime/json.hpp"
 
 #include <cstdint>
+#include <vector>
 
 #include <rapidjson/error/en.h>
 #include <rapidjson/stringbuffer.h>
@@ -9,6 +10,75 @@
 namespace butlers::json {
 
 namespace {
+
+/// Length of the well-formed UTF-8 sequence starting at `s[i]`, or 0 if the
+/// bytes there are not one (overlong forms and surrogates included).
+size_t utf8_sequence_length(std::string_view s, size_t i) {
+  auto byte = [&](size_t k) {
+    return static_cast<uint8_t>(s[k]);
+  };
+  auto cont = [&](size_t k) {
+    return k < s.size() && (byte(k) & 0xC0) == 0x80;
+  };
+  uint8_t b = byte(i);
+  if (b < 0x80)
+    return 1;
+  if (b >= 0xC2 && b <= 0xDF)
+    return cont(i + 1) ? 2 : 0;
+  if (b >= 0xE0 && b <= 0xEF) {
+    if (!cont(i + 1) || !cont(i + 2))
+      return 0;
+    uint8_t b1 = byte(i + 1);
+    if ((b == 0xE0 && b1 < 0xA0) || (b == 0xED && b1 >= 0xA0))
+      return 0;
+    return 3;
+  }
+  if (b >= 0xF0 && b <= 0xF4) {
+    if (!cont(i + 1) || !cont(i + 2) || !cont(i + 3))
+      return 0;
+    uint8_t b1 = byte(i + 1);
+    if ((b == 0xF0 && b1 < 0x90) || (b == 0xF4 && b1 >= 0x90))
+      return 0;
+    return 4;
+  }
+  return 0;
+}
+
+/// True when every string (keys included) is well-formed UTF-8. RapidJSON
+/// 1.1 decodes a lone low-surrogate escape (`\udc00`) into bytes that are
+/// not, and nothing downstream can store them.
+bool strings_are_utf8(const rapidjson::Value& root) {
+  auto ok = [](const rapidjson::Value& str) {
+    std::string_view sv{str.GetString(), str.GetStringLength()};
+    for (size_t i = 0; i < sv.size();) {
+      auto n = utf8_sequence_length(sv, i);
+      if (n == 0)
+        return false;
+      i += n;
+    }
+    return true;
+  };
+  // Iterative: a caller may allow deep nesting.
+  std::vector<const rapidjson::Value*> todo{&root};
+  while (!todo.empty()) {
+    auto& v = *todo.back();
+    todo.pop_back();
+    if (v.IsString()) {
+      if (!ok(v))
+        return false;
+    } else if (v.IsArray()) {
+      for (auto& e : v.GetArray())
+        todo.push_back(&e);
+    } else if (v.IsObject()) {
+      for (auto& m : v.GetObject()) {
+        if (!ok(m.name))
+          return false;
+        todo.push_back(&m.value);
+      }
+    }
+  }
+  return true;
+}
 
 /// True when no byte has its high bit set. No early exit, so the compiler
 /// can vectorize it.
@@ -62,6 +132,11 @@ std::optional<parse_error> parse(std::string_view text,
                          + " bytes exceeds the limit of "
                          + std::to_string(limits.max_bytes) + " bytes",
                        limits.max_bytes};
+  // RapidJSON takes a NUL byte for the end of the text and would ignore
+  // whatever follows it; JSON allows none outside strings (and inside
+  // them only escaped).
+  if (auto nul = text.find('\0'); nul != std::string_view::npos)
+    return parse_error{"NUL byte at offset " + std::to_string(nul), nul};
   if (auto at = find_too_deep(text, limits.max_depth))
     return parse_error{"nesting exceeds the depth limit of "
                          + std::to_string(limits.max_depth) + " at offset "
@@ -75,8 +150,13 @@ std::optional<parse_error> parse(std::string_view text,
   else
     doc.Parse<flags | rapidjson::kParseValidateEncodingFlag>(text.data(),
                                                              text.size());
-  if (!doc.HasParseError())
+  if (!doc.HasParseError()) {
+    // Only a \u escape can produce a lone surrogate (raw bytes were
+    // validated above, or are ASCII).
+    if (text.find("\\u") != std::string_view::npos && !strings_are_utf8(doc))
+      return parse_error{"a \\u escape encodes a lone UTF-16 surrogate", 0};
     return std::nullopt;
+  }
   auto offset = doc.GetErrorOffset();
   return parse_error{std::string{"parse error at offset "}
                        + std::to_string(offset) + ": "
@@ -132,43 +212,6 @@ std::string to_string(const rapidjson::Value& v) {
   v.Accept(writer);
   return std::string{buf.GetString(), buf.GetSize()};
 }
-
-namespace {
-
-/// Length of the well-formed UTF-8 sequence starting at `s[i]`, or 0 if the
-/// bytes there are not one (overlong forms and surrogates included).
-size_t utf8_sequence_length(std::string_view s, size_t i) {
-  auto byte = [&](size_t k) {
-    return static_cast<uint8_t>(s[k]);
-  };
-  auto cont = [&](size_t k) {
-    return k < s.size() && (byte(k) & 0xC0) == 0x80;
-  };
-  uint8_t b = byte(i);
-  if (b < 0x80)
-    return 1;
-  if (b >= 0xC2 && b <= 0xDF)
-    return cont(i + 1) ? 2 : 0;
-  if (b >= 0xE0 && b <= 0xEF) {
-    if (!cont(i + 1) || !cont(i + 2))
-      return 0;
-    uint8_t b1 = byte(i + 1);
-    if ((b == 0xE0 && b1 < 0xA0) || (b == 0xED && b1 >= 0xA0))
-      return 0;
-    return 3;
-  }
-  if (b >= 0xF0 && b <= 0xF4) {
-    if (!cont(i + 1) || !cont(i + 2) || !cont(i + 3))
-      return 0;
-    uint8_t b1 = byte(i + 1);
-    if ((b == 0xF0 && b1 < 0x90) || (b == 0xF4 && b1 >= 0x90))
-      return 0;
-    return 4;
-  }
-  return 0;
-}
-
-} // namespace
 
 std::string quote(std::string_view s) {
   static constexpr char hex[] = "0123456789abcdef";

@@ -72,6 +72,20 @@ TEST(IngestParse, RejectsNulInNormalizedText) {
   EXPECT_EQ(r.violations[0].pointer, "/payload/normalized_text");
 }
 
+TEST(IngestParse, RejectsWhatPostgreSQLCouldNotStore) {
+  // Each used to pass here and fail in the database: a batch replayed one
+  // by one and a 500 instead of a 400.
+  auto surrogate = parse_ingest(telegram_body("a\\udc00b"), 1 << 20, 300, now);
+  EXPECT_FALSE(surrogate.record);
+  EXPECT_NE(surrogate.parse_error.find("surrogate"), std::string::npos)
+    << surrogate.parse_error;
+  auto trailing = parse_ingest(telegram_body() + std::string{"\0junk", 5},
+                               1 << 20, 300, now);
+  EXPECT_FALSE(trailing.record);
+  EXPECT_NE(trailing.parse_error.find("NUL byte"), std::string::npos)
+    << trailing.parse_error;
+}
+
 TEST(IngestParse, RespectsTheSizeLimit) {
   auto body = telegram_body(std::string(2000, 'x'));
   auto r = parse_ingest(body, 1000, 300, now);

@@ -135,6 +135,35 @@ TEST(json_scratch_document, a_second_one_on_the_thread_does_not_share_it) {
   EXPECT_EQ(after.doc().Size(), 3u);
 }
 
+TEST(json_parse, rejects_a_nul_byte_anywhere) {
+  // RapidJSON alone would stop at the NUL and accept the document before it.
+  rapidjson::Document doc;
+  auto err = json::parse(std::string{"{\"a\": 1}\0garbage", 17}, doc);
+  ASSERT_TRUE(err);
+  EXPECT_EQ(err->offset, 8u);
+  EXPECT_NE(err->message.find("NUL byte at offset 8"), std::string::npos)
+    << err->message;
+  EXPECT_TRUE(json::parse(std::string{"[\"a\0b\"]", 7}, doc));
+  // Escaped, a NUL is JSON (what may hold one is the schema's business).
+  EXPECT_FALSE(json::parse(R"(["a\u0000b"])", doc));
+}
+
+TEST(json_parse, rejects_a_lone_surrogate_escape) {
+  rapidjson::Document doc;
+  for (auto text : {R"(["\udc00"])", R"({"k\udfff": 1})", R"(["x\udc00y"])"}) {
+    auto err = json::parse(text, doc);
+    ASSERT_TRUE(err) << text;
+    EXPECT_NE(err->message.find("lone UTF-16 surrogate"), std::string::npos)
+      << err->message;
+  }
+  // A high surrogate without its low half RapidJSON rejects by itself.
+  EXPECT_TRUE(json::parse(R"(["\ud800"])", doc));
+  // A pair is fine, and so is every other escape.
+  ASSERT_FALSE(json::parse(R"(["\ud83d\ude00", "\u00e9\u4e2d"])", doc));
+  EXPECT_STREQ(doc[0].GetString(), "\xf0\x9f\x98\x80");
+  EXPECT_STREQ(doc[1].GetString(), "\xc3\xa9\xe4\xb8\xad");
+}
+
 TEST(json_to_string, is_compact) {
   rapidjson::Document doc;
   ASSERT_FALSE(json::parse(R"( { "a" : [ 1 , 2 ] , "b" : "x\ny" } )", doc));
