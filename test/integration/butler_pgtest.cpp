@@ -488,6 +488,29 @@ class ButlerNode : public ::testing::Test {
       .as<int>();
   }
 
+  /// Starts a node with `config`, routes `text` to its `health` butler,
+  /// SIGKILLs the node while the session runs, and starts it again.
+  void kill_mid_session_and_restart(const std::string& config,
+                                    const std::string& text,
+                                    std::string& work_id) {
+    start(config);
+    auto r = http_->post("/v1/butlers/health/route",
+                         route_json("health", text));
+    ASSERT_EQ(r.status, 202) << r.body;
+    work_id = json_field(r.body, "work_id");
+    ASSERT_FALSE(work_id.empty()) << r.body;
+    // Mid-session: the first of its turns is under way.
+    ASSERT_TRUE(eventually(
+      [&] {
+        return count("health", "running") == 1;
+      },
+      10s));
+    node_->signal(SIGKILL);
+    ASSERT_TRUE(node_->wait_exit(10s));
+    node_.reset();
+    start(config);
+  }
+
   std::string url_;
   std::string dir_;
   std::unique_ptr<node_process> node_;
@@ -583,22 +606,9 @@ TEST_F(ButlerNode, RepliesReachTheWebhookAndTheOutboxThroughTheMessenger) {
 TEST_F(ButlerNode, SigkillMidSessionThenRestartCompletesTheItemOnce) {
   auto config = std::string{"[[butler]]\nname = \"health\"\nlease_s = 3\n"
                             "[butler.runtime]\nturn_ms = 1500\nturns = 2\n"};
-  start(config);
-  auto r = http_->post("/v1/butlers/health/route",
-                       route_json("health", "survive a crash"));
-  ASSERT_EQ(r.status, 202) << r.body;
-  auto work_id = json_field(r.body, "work_id");
-  ASSERT_FALSE(work_id.empty()) << r.body;
-  // Mid-session: the first of two turns is under way.
-  ASSERT_TRUE(eventually(
-    [&] {
-      return count("health", "running") == 1;
-    },
-    10s));
-  node_->signal(SIGKILL);
-  ASSERT_TRUE(node_->wait_exit(10s));
-  node_.reset();
-  start(config);
+  std::string work_id;
+  ASSERT_NO_FATAL_FAILURE(
+    kill_mid_session_and_restart(config, "survive a crash", work_id));
   ASSERT_TRUE(eventually(
     [&] {
       return count("health", "ok") == 1;
@@ -625,19 +635,9 @@ TEST_F(ButlerNode, ARestartedNodeTakesBackItsOwnWorkWithoutWaitingATick) {
   // the first ran before the writer had connected.
   auto config = std::string{"[[butler]]\nname = \"health\"\nlease_s = 60\n"
                             "[butler.runtime]\nturn_ms = 500\nturns = 2\n"};
-  start(config);
-  auto r = http_->post("/v1/butlers/health/route",
-                       route_json("health", "come back quickly"));
-  ASSERT_EQ(r.status, 202) << r.body;
-  ASSERT_TRUE(eventually(
-    [&] {
-      return count("health", "running") == 1;
-    },
-    10s));
-  node_->signal(SIGKILL);
-  ASSERT_TRUE(node_->wait_exit(10s));
-  node_.reset();
-  start(config);
+  std::string work_id;
+  ASSERT_NO_FATAL_FAILURE(
+    kill_mid_session_and_restart(config, "come back quickly", work_id));
   // Well inside the 20 s tick: the session (1 s) ran again and finished.
   ASSERT_TRUE(eventually(
     [&] {

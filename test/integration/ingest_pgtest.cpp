@@ -610,12 +610,7 @@ TEST_F(Ingest, DatabaseDownAnswers503ThenRecoversWithoutRestart) {
              == 0;
     },
     30s))
-    << pqxx::nontransaction{conn}
-         .exec1("SELECT coalesce(string_agg(s, ', '), '') FROM (SELECT "
-                "lifecycle_state || ': ' || count(*) AS s FROM message_inbox "
-                "GROUP BY lifecycle_state) x")[0]
-         .as<std::string>()
-    << "\n"
+    << states() << "\n"
     << node_->log();
   EXPECT_EQ(count("SELECT count(*) FROM message_inbox i WHERE "
                   "lifecycle_state = 'errored' AND NOT EXISTS (SELECT 1 FROM "
