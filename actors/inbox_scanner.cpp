@@ -11,11 +11,102 @@ namespace {
 
 using namespace std::chrono_literals;
 
+using scanner_ptr = inbox_scanner_actor::stateful_pointer<inbox_scanner_state>;
+
 /// Delay before the next sweep while draining a backlog.
 constexpr auto drain_delay = 50ms;
 
 /// Delay before looking again while the writer is not ready.
 constexpr auto not_ready = 100ms;
+
+/// The one pending timer: any earlier one becomes a no-op. A sweep after
+/// `interval` starts a new chain with the configured grace period; a drain
+/// sweep keeps the chain's.
+void schedule(scanner_ptr self, caf::timespan delay, bool new_chain) {
+  auto& st = self->state;
+  if (new_chain)
+    st.grace_s = st.cfg.scanner_grace_s;
+  self->delayed_send(self, delay, scan_atom_v, ++st.timer);
+}
+
+/// One sweep: `accepted` rows older than the chain's grace period (none
+/// after a refill) and expired `progress` rows, offered to the switchboard;
+/// schedules what comes next.
+void sweep(scanner_ptr self) {
+  auto& st = self->state;
+  auto interval = caf::timespan{
+    std::chrono::seconds{st.cfg.scanner_interval_s}};
+  ++st.timer; // whatever was scheduled is superseded by this sweep
+  if (st.ctx->status.draining)
+    return;
+  if (!st.ctx->status.database_ready) {
+    // The writer has not connected (and made the partitions) yet, or the
+    // database is down: every claim of what we found would be refused as
+    // unavailable. Look again shortly; at start this is crash recovery and
+    // should not wait a whole interval.
+    schedule(self, std::min<caf::timespan>(interval, not_ready), false);
+    return;
+  }
+  std::vector<inbox_ref> refs;
+  try {
+    if (!st.store->connected())
+      st.store->connect();
+    refs = st.store->scan(st.grace_s, st.cfg.scanner_batch_size, st.cursor_us);
+    st.sweeps->inc();
+  } catch (const std::exception& e) {
+    // Before the writer migrated, or while the database is down. Retry
+    // within a second: the first sweep is crash recovery, and should not
+    // wait a whole interval for the writer's migrations.
+    spdlog::debug("scanner: {}", e.what());
+    st.store->disconnect();
+    schedule(self, std::min<caf::timespan>(interval, 1s), false);
+    return;
+  }
+  if (refs.empty()) {
+    st.cursor_us = 0;
+    schedule(self, interval, true);
+    return;
+  }
+  auto found = static_cast<uint32_t>(refs.size());
+  std::vector<int64_t> stamps;
+  stamps.reserve(refs.size());
+  for (auto& ref : refs)
+    stamps.push_back(ref.received_at_us);
+  spdlog::info("scanner: found {} message(s) to recover", found);
+  st.offering = true;
+  auto after = [self](caf::timespan next, bool new_chain) {
+    auto& st = self->state;
+    st.offering = false;
+    if (st.refill_pending) {
+      st.refill_pending = false;
+      st.cursor_us = 0;
+      st.grace_s = 0;
+      sweep(self);
+      return;
+    }
+    schedule(self, next, new_chain);
+  };
+  self->request(st.switchboard, 10s, enqueue_atom_v, std::move(refs))
+    .then(
+      [self, stamps, interval, after](uint32_t taken) {
+        // The switchboard takes a prefix of the page. While it takes any,
+        // continue right after the last one taken (the queue drains as
+        // workers finish); when it takes none (full), or the backlog is
+        // done, wait the interval (or its refill).
+        auto& st = self->state;
+        if (taken > 0) {
+          st.cursor_us = stamps[taken - 1];
+          after(drain_delay, false);
+        } else {
+          st.cursor_us = 0;
+          after(interval, true);
+        }
+      },
+      [self, interval, after](const caf::error&) {
+        self->state.cursor_us = 0;
+        after(interval, true);
+      });
+}
 
 } // namespace
 
@@ -28,75 +119,35 @@ inbox_scanner_actor::behavior_type inbox_scanner(
   st.cfg = std::move(cfg);
   st.switchboard = std::move(switchboard);
   st.ctx = std::move(ctx);
+  st.grace_s = st.cfg.scanner_grace_s;
   st.sweeps = &st.ctx->metrics
                  .get_counter("butlers_buffer_scanner_sweeps_total",
                               "Cold-path sweeps run");
+  st.refills = &st.ctx->metrics.get_counter(
+    "butlers_buffer_scanner_refills_total",
+    "Sweeps run at once because the hot queue overflowed and drained");
+  // Whom to ask when the hot queue has room again after an overflow.
+  self->send(st.switchboard, refill_atom_v, caf::actor_cast<caf::actor>(self));
   // Crash recovery: the first sweep runs at start.
-  self->send(self, scan_atom_v);
+  self->send(self, scan_atom_v, ++st.timer);
   return {
-    [self](scan_atom) {
+    [self](scan_atom, uint64_t token) {
       auto& st = self->state;
-      auto interval = std::chrono::seconds{st.cfg.scanner_interval_s};
-      if (st.ctx->status.draining)
-        return;
-      if (!st.ctx->status.database_ready) {
-        // The writer has not connected (and made the partitions) yet, or
-        // the database is down: every claim of what we found would be
-        // refused as unavailable. Look again shortly; at start this is
-        // crash recovery and should not wait a whole interval.
-        self->delayed_send(self, std::min<caf::timespan>(interval, not_ready),
-                           scan_atom_v);
-        return;
-      }
-      std::vector<inbox_ref> refs;
-      try {
-        if (!st.store->connected())
-          st.store->connect();
-        refs = st.store->scan(st.cfg.scanner_grace_s, st.cfg.scanner_batch_size,
-                              st.cursor_us);
-        st.sweeps->inc();
-      } catch (const std::exception& e) {
-        // Before the writer migrated, or while the database is down: try
-        // again next interval.
-        // Retry within a second: the first sweep is crash recovery, and
-        // should not wait a whole interval for the writer's migrations.
-        spdlog::debug("scanner: {}", e.what());
-        st.store->disconnect();
-        self->delayed_send(self, std::min<caf::timespan>(interval, 1s),
-                           scan_atom_v);
+      if (token != st.timer || st.offering)
+        return; // superseded by a later schedule or a refill
+      sweep(self);
+    },
+    [self](refill_atom) {
+      auto& st = self->state;
+      st.refills->inc();
+      if (st.offering) {
+        st.refill_pending = true;
         return;
       }
-      if (refs.empty()) {
-        st.cursor_us = 0;
-        self->delayed_send(self, interval, scan_atom_v);
-        return;
-      }
-      auto found = static_cast<uint32_t>(refs.size());
-      std::vector<int64_t> stamps;
-      stamps.reserve(refs.size());
-      for (auto& ref : refs)
-        stamps.push_back(ref.received_at_us);
-      spdlog::info("scanner: found {} message(s) to recover", found);
-      self->request(st.switchboard, 10s, enqueue_atom_v, std::move(refs))
-        .then(
-          [self, stamps, interval](uint32_t taken) {
-            // The switchboard takes a prefix of the page. While it takes
-            // any, continue right after the last one taken (the queue
-            // drains as workers finish); when it takes none (full), or the
-            // backlog is done, wait the interval.
-            auto& st = self->state;
-            if (taken > 0) {
-              st.cursor_us = stamps[taken - 1];
-              self->delayed_send(self, drain_delay, scan_atom_v);
-            } else {
-              st.cursor_us = 0;
-              self->delayed_send(self, interval, scan_atom_v);
-            }
-          },
-          [self, interval](const caf::error&) {
-            self->state.cursor_us = 0;
-            self->delayed_send(self, interval, scan_atom_v);
-          });
+      // From the oldest: what overflowed may be older than the cursor.
+      st.cursor_us = 0;
+      st.grace_s = 0;
+      sweep(self);
     },
   };
 }

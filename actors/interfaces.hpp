@@ -117,15 +117,23 @@ using switchboard_actor = caf::typed_actor<
   /// From the cluster: butler `name` has (true) or no longer has (false) a
   /// live host; without one its circuit is held open (fails fast) until a
   /// host returns.
-  caf::reacts_to<circuit_atom, std::string, bool>>;
+  caf::reacts_to<circuit_atom, std::string, bool>,
+  /// INTERNAL: the cold path introduces itself. When the hot queue has
+  /// overflowed (backpressure, or a sweep it took only part of) and then
+  /// drained, the switchboard sends it `refill` to sweep at once.
+  caf::reacts_to<refill_atom, caf::actor>>;
 
 /// The cold path: every `scanner_interval_s` (and once at start) finds
 /// `accepted` rows older than `scanner_grace_s` and `progress` rows whose
 /// lease expired, and offers them to the switchboard. Reads only, detached,
 /// with its own connection.
 using inbox_scanner_actor = caf::typed_actor<
-  /// INTERNAL: runs one sweep and schedules the next.
-  caf::reacts_to<scan_atom>>;
+  /// INTERNAL: runs one sweep and schedules the next; a timer whose token
+  /// is no longer the current one is ignored.
+  caf::reacts_to<scan_atom, uint64_t>,
+  /// From the switchboard: its queue overflowed and has drained; sweep now,
+  /// without the grace period (what overflowed is stored and unclaimed).
+  caf::reacts_to<refill_atom>>;
 
 // -- butlers
 // -------------------------------------------------------------------
@@ -183,6 +191,10 @@ using registry_actor = caf::typed_actor<
   /// A live host of the butler named so (this node's first, else round
   /// robin); `target_unavailable` when there is none.
   caf::replies_to<lookup_atom, std::string>::with<caf::actor>,
+  /// The same, passing over the given handle (a host whose transport just
+  /// failed) while the butler has another live host: a retry goes
+  /// elsewhere before the cluster has noticed a lost node.
+  caf::replies_to<lookup_atom, std::string, caf::actor>::with<caf::actor>,
   /// Every butler, one entry per name: `node` lists its hosts, `status` is
   /// the best of theirs (routers read this).
   caf::replies_to<list_atom>::with<std::vector<registry_entry>>,

@@ -71,29 +71,48 @@ registry_entry merged_entry(const std::vector<registry_state::slot>& hosts) {
   return out;
 }
 
+namespace {
+
+/// A live host of `name`: this node's first, else round robin. `avoid` is
+/// passed over while another live host remains.
+caf::result<caf::actor> lookup(registry_ptr self, const std::string& name,
+                               const caf::actor& avoid) {
+  auto& st = self->state;
+  auto i = st.butlers.find(name);
+  if (i == st.butlers.end())
+    return caf::error{butlers_errc::target_unavailable,
+                      "no butler named '" + name + "'"};
+  std::vector<const registry_state::slot*> live;
+  for (auto& h : i->second)
+    if (h.entry.status == "active" && h.handle && (!avoid || h.handle != avoid))
+      live.push_back(&h);
+  if (live.empty()) {
+    // Only the avoided host is live: it is all there is.
+    for (auto& h : i->second)
+      if (h.entry.status == "active" && h.handle)
+        return h.handle;
+    return caf::error{butlers_errc::target_unavailable,
+                      "butler '" + name + "' has no live host"};
+  }
+  for (auto* h : live)
+    if (h->entry.node == st.node)
+      return h->handle; // local first: no network hop
+  auto& n = st.next[name];
+  return live[n++ % live.size()]->handle;
+}
+
+} // namespace
+
 registry_actor::behavior_type registry(
   registry_actor::stateful_pointer<registry_state> self, std::string node) {
   self->state.node = std::move(node);
   return {
     [self](lookup_atom, const std::string& name) -> caf::result<caf::actor> {
-      auto& st = self->state;
-      auto i = st.butlers.find(name);
-      if (i == st.butlers.end())
-        return caf::error{butlers_errc::target_unavailable,
-                          "no butler named '" + name + "'"};
-      std::vector<const registry_state::slot*> live;
-      for (auto& h : i->second) {
-        if (h.entry.status != "active" || !h.handle)
-          continue;
-        if (h.entry.node == st.node)
-          return h.handle; // local first: no network hop
-        live.push_back(&h);
-      }
-      if (live.empty())
-        return caf::error{butlers_errc::target_unavailable,
-                          "butler '" + name + "' has no live host"};
-      auto& n = st.next[name];
-      return live[n++ % live.size()]->handle;
+      return lookup(self, name, caf::actor{});
+    },
+    [self](lookup_atom, const std::string& name,
+           const caf::actor& avoid) -> caf::result<caf::actor> {
+      return lookup(self, name, avoid);
     },
     [self](list_atom) {
       std::vector<registry_entry> out;

@@ -350,10 +350,18 @@ void dispatch(switchboard_ptr self, const std::string& id, size_t i) {
     return;
   }
   auto envelope = make_route_json(env);
-  self->request(reg, call_timeout, lookup_atom_v, butler)
+  // After a transport failure, not the same host again while there is
+  // another: the cluster may not have noticed yet that its node is gone.
+  caf::actor avoid;
+  if (auto f = rq.failed_host.find(seg.segment_id); f != rq.failed_host.end()) {
+    avoid = std::move(f->second);
+    rq.failed_host.erase(f);
+  }
+  auto segment_id = seg.segment_id;
+  self->request(reg, call_timeout, lookup_atom_v, butler, std::move(avoid))
     .then(
-      [self, id, attempt_id, envelope, failed, butler,
-       started](const caf::actor& hdl) {
+      [self, id, attempt_id, envelope, failed, butler, started,
+       segment_id](const caf::actor& hdl) {
         auto me = caf::actor_cast<caf::actor>(self);
         route_request req{envelope, "route", {}, me};
         self
@@ -392,8 +400,11 @@ void dispatch(switchboard_ptr self, const std::string& id, size_t i) {
                                 .count();
               on_outcome(self, std::move(r));
             },
-            [failed, butler](const caf::error& err) {
+            [self, id, segment_id, hdl, failed, butler](const caf::error& err) {
               // Transport failed before an envelope came back (§6.3).
+              auto& st = self->state;
+              if (auto it = st.requests.find(id); it != st.requests.end())
+                it->second.failed_host[segment_id] = hdl;
               auto code = code_of(err);
               failed(code == butlers_errc::timeout ? "timeout"
                                                    : "target_unavailable",

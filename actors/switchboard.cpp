@@ -77,6 +77,12 @@ void pump(switchboard_ptr self) {
         });
   }
   st.queue_depth->set(static_cast<int64_t>(st.queue.size()));
+  // What overflowed is stored and `accepted`; with room again, it should
+  // not wait for the next interval of the cold path.
+  if (st.overflowed && st.queue.empty() && st.scanner) {
+    st.overflowed = false;
+    self->send(caf::actor_cast<inbox_scanner_actor>(st.scanner), refill_atom_v);
+  }
 }
 
 void done_classifying(switchboard_ptr self, const std::string& request_id) {
@@ -184,6 +190,7 @@ void ingest_records(switchboard_ptr self, std::vector<inbox_record> recs,
             } else {
               // Stored and acknowledged; the cold path will find it.
               st.backpressure->inc();
+              st.overflowed = true;
             }
           }
           out[slots[j]] = std::move(r);
@@ -388,6 +395,8 @@ switchboard_actor::behavior_type switchboard(switchboard_ptr self,
       }
       st.enqueued_cold->inc(taken);
       st.recovered->inc(taken);
+      if (taken < refs.size())
+        st.overflowed = true;
       pump(self);
       return taken;
     },
@@ -423,6 +432,9 @@ switchboard_actor::behavior_type switchboard(switchboard_ptr self,
     },
     [self](circuit_atom, const std::string& name, bool available) {
       on_host_change(self, name, available);
+    },
+    [self](refill_atom, caf::actor& scanner) {
+      self->state.scanner = std::move(scanner);
     },
   };
 }

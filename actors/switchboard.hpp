@@ -41,6 +41,9 @@ struct tracked_request {
   uint32_t retry_max_attempts = 3;
   uint32_t wall_clock_s = 3600;
   bool finishing = false;
+  /// Per segment id: the host whose transport failed on the last attempt;
+  /// the retry asks the registry for another one (taken when read).
+  std::map<std::string, caf::actor> failed_host;
 };
 
 /// A segment waiting for room at a full butler; stale once the segment has
@@ -60,6 +63,11 @@ struct switchboard_state {
   uint32_t in_flight = 0;
   /// The hot path: stored, not yet claimed (bounded by queue_capacity).
   std::deque<inbox_ref> queue;
+  /// The cold path, once it has introduced itself.
+  caf::actor scanner;
+  /// Something stored found the queue full since the last refill: once the
+  /// queue is empty, the scanner is asked to sweep at once.
+  bool overflowed = false;
   /// Workers busy with a claimed message (bounded by workers): claiming
   /// and classifying; free again once the subrequests are out.
   uint32_t active = 0;

@@ -437,6 +437,40 @@ TEST_F(Ingest, FullQueueDefersToTheColdPath) {
     << "each message completed exactly once";
 }
 
+// What overflowed the hot queue is recovered as soon as the queue has
+// drained, not at the cold path's next interval: with an interval and a
+// grace period of an hour, only the switchboard's refill request can bring
+// those messages back before the deadline below.
+TEST_F(Ingest, AnOverflowIsRecoveredOnceTheQueueDrains) {
+  start("[switchboard]\nqueue_capacity = 5\nworkers = 1\n"
+        "scanner_interval_s = 3600\nscanner_grace_s = 3600\n"
+        "scanner_batch_size = 5\n");
+  constexpr int callers = 30;
+  auto replies = ingest_all_at_once(callers, "refill-");
+  for (auto& r : replies)
+    ASSERT_EQ(r.status, 202) << "stored means accepted, queue or not";
+  auto overflowed = metric(metrics(), "butlers_buffer_backpressure_total");
+  ASSERT_GT(overflowed, 0) << "the queue of 5 never overflowed";
+  ASSERT_TRUE(eventually(
+    [&] {
+      return count("SELECT count(*) FROM message_inbox WHERE "
+                   "lifecycle_state = 'parsed'")
+             == callers;
+    },
+    30s))
+    << states() << "\n"
+    << node_->log();
+  auto m = metrics();
+  EXPECT_GT(metric(m, "butlers_buffer_scanner_refills_total"), 0);
+  EXPECT_GE(metric(m, "butlers_buffer_enqueue_total{path=\"cold\"}"),
+            overflowed)
+    << "every overflowed message came back through the cold path";
+  EXPECT_EQ(count("SELECT count(*) FROM inbox_transitions WHERE to_state = "
+                  "'parsed'"),
+            callers)
+    << "each message completed exactly once";
+}
+
 TEST_F(Ingest, NoCommitWithinTheDeadlineAnswers504) {
   start("", {}, "request_timeout_ms = 300\n");
   table_lock lock{url_};

@@ -151,6 +151,7 @@ switchboard_actor::behavior_type fake_switchboard(
     [](expire_atom, const std::string&, const std::string&) {},
     [](caf::tick_atom) {},
     [](circuit_atom, const std::string&, bool) {},
+    [](refill_atom, caf::actor&) {},
   };
 }
 

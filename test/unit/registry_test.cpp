@@ -161,5 +161,40 @@ TEST_F(Registry, TheLocalHostComesFirst) {
   sched.run();
 }
 
+// A retry after a transport failure names the host that failed: another
+// live host is chosen while there is one, before the cluster has noticed
+// the loss; when the failed one is the only live host, it is still found.
+TEST_F(Registry, ALookupPassesOverTheHostThatJustFailed) {
+  auto local = sys.spawn(dummy, 1);
+  auto a = sys.spawn(dummy, 2);
+  auto b = sys.spawn(dummy, 3);
+  self->send(reg, register_atom_v, std::string{"node-a"},
+             std::vector<registry_entry>{entry("calendar"), entry("health")},
+             std::vector<caf::actor>{a, a});
+  reply<std::vector<registry_entry>>();
+  self->send(reg, register_atom_v, std::string{"node-b"},
+             std::vector<registry_entry>{entry("calendar")},
+             std::vector<caf::actor>{b});
+  reply<std::vector<registry_entry>>();
+  // Round robin alone would alternate; avoiding a, every lookup gets b.
+  for (int i = 0; i < 4; ++i) {
+    self->send(reg, lookup_atom_v, std::string{"calendar"}, a);
+    EXPECT_EQ(reply<caf::actor>(), b) << "lookup " << i;
+  }
+  // Health has one host: avoiding it still finds it.
+  self->send(reg, lookup_atom_v, std::string{"health"}, a);
+  EXPECT_EQ(reply<caf::actor>(), a);
+  // The local host is passed over too when it is the one that failed.
+  self->send(reg, register_atom_v, entry("calendar"), local);
+  self->send(reg, lookup_atom_v, std::string{"calendar"}, local);
+  auto other = reply<caf::actor>();
+  EXPECT_TRUE(other == a || other == b);
+  self->send(reg, lookup_atom_v, std::string{"calendar"}, caf::actor{});
+  EXPECT_EQ(reply<caf::actor>(), local) << "no host to avoid: local first";
+  for (auto& x : {local, a, b})
+    self->send_exit(x, caf::exit_reason::user_shutdown);
+  sched.run();
+}
+
 } // namespace
 } // namespace butlers::test

@@ -335,6 +335,46 @@ TEST_F(Switchboard, FullQueueCountsBackpressureAndStillAccepts) {
   EXPECT_EQ(script->claims.size(), 2u) << "the stored-but-unqueued are not";
 }
 
+// What overflowed is stored and `accepted`: once the queue has room again
+// (runs empty), the switchboard asks the cold path for a refill, once per
+// overflow; not while the queue still holds work.
+TEST_F(Switchboard, AnOverflowAsksTheColdPathForARefillOnceTheQueueRunsEmpty) {
+  switchboard_config sc;
+  sc.queue_capacity = 1;
+  sc.workers = 1;
+  script->hold_claims = true;
+  script->hold_appends = true;
+  start(sc);
+  auto refills = std::make_shared<int>(0);
+  auto scanner = sys.spawn([refills](caf::event_based_actor*) -> caf::behavior {
+    return {[refills](refill_atom) {
+      ++*refills;
+    }};
+  });
+  self->send(sb, refill_atom_v, caf::actor_cast<caf::actor>(scanner));
+  for (int i = 0; i < 3; ++i)
+    ingest("id-" + std::to_string(i), "k-" + std::to_string(i));
+  self->send(writer, flush_atom_v);
+  sched.run();
+  for (int i = 0; i < 3; ++i)
+    reply();
+  // One claimed (held), one queued, one overflowed.
+  EXPECT_EQ(counter_value("butlers_buffer_backpressure_total"), 1u);
+  ASSERT_EQ(claimed(), (std::vector<std::string>{"id-0"}));
+  EXPECT_EQ(*refills, 0) << "the queue still holds work";
+  // The worker lets go of id-0 and takes id-1: the queue runs empty.
+  release("id-0");
+  sched.run();
+  ASSERT_EQ(claimed(), (std::vector<std::string>{"id-0", "id-1"}));
+  EXPECT_EQ(*refills, 1);
+  // Nothing overflowed since: no second refill.
+  release("id-1");
+  sched.run();
+  EXPECT_EQ(*refills, 1);
+  self->send_exit(scanner, caf::exit_reason::user_shutdown);
+  sched.run();
+}
+
 TEST_F(Switchboard, ColdPathTakesWhatFits) {
   switchboard_config sc;
   sc.queue_capacity = 3;
