@@ -11,8 +11,11 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 #include <gtest/gtest.h>
+#include <rapidjson/document.h>
 
 #include "actors/switchboard.hpp"
+#include "runtime/json.hpp"
+#include "runtime/uuid.hpp"
 #include "test/support/deterministic.hpp"
 
 namespace butlers {
@@ -89,7 +92,12 @@ inbox_writer_actor::behavior_type fake_writer(
         script->claim_promises.push_back(rp);
         return rp;
       }
-      return claim_result{script->grant_claims, 7, {}};
+      // As the real claim: the stored row comes back with it.
+      claim_result c{script->grant_claims, 7, {}};
+      for (auto& rec : script->appends)
+        if (rec.context.request_id == ref.request_id)
+          c.record = rec;
+      return c;
     },
     [script](complete_atom, completion& c) {
       script->completions.push_back(c);
@@ -115,6 +123,19 @@ inbox_writer_actor::behavior_type fake_writer(
         for (size_t i = 0; i < script->claims.size(); ++i)
           if (script->claims[i].request_id == st.params.at(0))
             script->claim_promises[i].deliver(claim_result{false, 0, {}});
+      if (st.query == "fanout_plan_store") {
+        // As the statement answers a new plan: its segments, pending.
+        named_result out{true, {}};
+        rapidjson::Document segs;
+        if (json::parse(st.params.at(11), segs) || !segs.IsArray())
+          return named_result{};
+        for (auto& seg : segs.GetArray())
+          out.rows.push_back(
+            {st.params.at(6), seg["segment_id"].GetString(),
+             std::to_string(seg["ordinal"].GetInt()), seg["butler"].GetString(),
+             seg["prompt"].GetString(), "pending", "0", "0", "", "", ""});
+        return out;
+      }
       return named_result{};
     },
     [](link_atom, uint32_t, bool, const std::string&) {},
@@ -372,6 +393,79 @@ TEST_F(Switchboard, AnOverflowAsksTheColdPathForARefillOnceTheQueueRunsEmpty) {
   sched.run();
   EXPECT_EQ(*refills, 1);
   self->send_exit(scanner, caf::exit_reason::user_shutdown);
+  sched.run();
+}
+
+// A dispatch whose transport fails (here: the host's actor is gone, as a
+// killed node's are before the cluster notices) is retried on another host
+// of the same butler: the retry's lookup names the host that failed, and
+// the registry passes over it.
+TEST_F(Switchboard, ARetryAfterATransportFailureAvoidsTheHostThatFailed) {
+  // The registry: `general` on a dead host and on a live one. A lookup
+  // without a host to avoid gets the dead one, as round robin could.
+  auto dead = sys.spawn([](caf::event_based_actor*) -> caf::behavior {
+    return {[](int) {}};
+  });
+  self->send_exit(dead, caf::exit_reason::kill);
+  sched.run();
+  auto routed = std::make_shared<int>(0);
+  auto live = sys.spawn([routed](caf::event_based_actor*) -> caf::behavior {
+    return {[routed](route_atom, route_request&) {
+      ++*routed;
+      route_response r;
+      r.status = "accepted";
+      r.work_id = "work-1";
+      return r;
+    }};
+  });
+  auto lookups = std::make_shared<std::vector<caf::actor>>();
+  auto reg = sys.spawn(
+    [dead, live, lookups](caf::event_based_actor*) -> caf::behavior {
+      return {
+        [](list_atom) {
+          return std::vector<registry_entry>{};
+        },
+        [dead](lookup_atom, const std::string&) {
+          return dead;
+        },
+        [dead, live, lookups](lookup_atom, const std::string&,
+                              const caf::actor& avoid) {
+          lookups->push_back(avoid);
+          return avoid == dead ? live : dead;
+        },
+      };
+    });
+  ctx->set_registry(reg);
+  switchboard_config sc;
+  sc.workers = 1;
+  start(sc);
+  // A request as the node makes them (the route.v1 envelopes and responses
+  // built from it are validated), received now (its wall-clock budget
+  // counts from then); no text: planned whole to general.
+  auto rec = record(make_uuid_v7().to_string(), "k-1");
+  rec.context.received_at_us = std::chrono::duration_cast<
+                                 std::chrono::microseconds>(
+                                 std::chrono::system_clock::now()
+                                   .time_since_epoch())
+                                 .count();
+  self->send(sb, ingest_atom_v, rec);
+  sched.run();
+  reply();
+  sched.run();
+  ASSERT_EQ(lookups->size(), 1u) << "the first attempt looked up general";
+  EXPECT_FALSE((*lookups)[0]) << "nothing to avoid on a first attempt";
+  EXPECT_EQ(*routed, 0);
+  // The attempt failed on the dead host; its backoff passes.
+  EXPECT_EQ(counter_value("butlers_switchboard_route_retries_total"), 1u);
+  // The earliest timer is the backoff (the request's budget and the lease
+  // tick come much later).
+  ASSERT_TRUE(sched.trigger_timeout());
+  sched.run();
+  ASSERT_EQ(lookups->size(), 2u) << "the retry looked up general again";
+  EXPECT_EQ((*lookups)[1], dead) << "naming the host that failed";
+  EXPECT_EQ(*routed, 1) << "and went to the live host";
+  for (auto& x : {live, reg})
+    self->send_exit(x, caf::exit_reason::user_shutdown);
   sched.run();
 }
 
