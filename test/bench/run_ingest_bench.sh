@@ -5,7 +5,7 @@
 #   test/bench/run_ingest_bench.sh [--duration S] [--warmup S]
 #                                  [--connections N] [--policy P]
 #                                  [--scheduler-threads N] [--http-threads N]
-#                                  [--build-dir DIR]
+#                                  [--writer-connections N] [--build-dir DIR]
 #
 #   setup -> build butlers-node and butlers_ingest_load -> PostgreSQL 15 in a
 #   temporary directory -> a node on a free loopback port -> six load runs
@@ -26,6 +26,7 @@ connections=512
 policy=sharing
 scheduler_threads=1
 http_threads=1
+writer_connections=2
 build_dir="$ROOT/build"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -41,6 +42,8 @@ while [ $# -gt 0 ]; do
     --scheduler-threads=*) scheduler_threads=${1#--scheduler-threads=} ;;
     --http-threads) http_threads=${2:?--http-threads needs a number}; shift ;;
     --http-threads=*) http_threads=${1#--http-threads=} ;;
+    --writer-connections) writer_connections=${2:?--writer-connections needs a number}; shift ;;
+    --writer-connections=*) writer_connections=${1#--writer-connections=} ;;
     --build-dir) build_dir=${2:?--build-dir needs a directory}; shift ;;
     --build-dir=*) build_dir=${1#--build-dir=} ;;
     -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
@@ -48,7 +51,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-for v in duration warmup connections scheduler_threads http_threads; do
+for v in duration warmup connections scheduler_threads http_threads writer_connections; do
   [[ ${!v} =~ ^[0-9]+$ ]] || die "--$v takes a whole number"
 done
 if [ "$duration" -lt 1 ] || [ "$duration" -gt 3600 ]; then
@@ -63,6 +66,9 @@ if [ "$scheduler_threads" -lt 1 ] || [ "$scheduler_threads" -gt 64 ]; then
 fi
 if [ "$http_threads" -lt 1 ] || [ "$http_threads" -gt 64 ]; then
   die "--http-threads takes 1..64"
+fi
+if [ "$writer_connections" -lt 1 ] || [ "$writer_connections" -gt 16 ]; then
+  die "--writer-connections takes 1..16"
 fi
 case "$policy" in
   stealing|sharing) ;;
@@ -150,7 +156,7 @@ name = "bench"
 log_level = "warn"
 
 [database]
-writer_connections = 2
+writer_connections = $writer_connections
 max_batch = 512
 
 [http]
@@ -356,7 +362,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'
 round() { awk -v a="$1" 'BEGIN { printf "%.0f", a }'; }
 
 echo
-echo "Ingest benchmark: $duration s per run after $warmup s warm-up, $connections connections, HTTP $http_threads thread(s), scheduler $scheduler_threads thread(s) policy $policy, $(nproc) cores"
+echo "Ingest benchmark: $duration s per run after $warmup s warm-up, $connections connections, HTTP $http_threads thread(s), $writer_connections writer connection(s), scheduler $scheduler_threads thread(s) policy $policy, $(nproc) cores"
 echo
 echo "| run | offered/s | accepted/s | p50 ms | p99 ms | 429 | 503 |"
 echo "|---|---|---|---|---|---|---|"
