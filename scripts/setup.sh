@@ -11,6 +11,8 @@ packages=(
   libcaf-dev libssl-dev libpqxx-dev libpq-dev rapidjson-dev
   librestinio-dev libasio-dev libhttp-parser-dev libfmt-dev
   libtomlplusplus-dev libspdlog-dev libcli11-dev
+  # the node's allocator (CMake option BUTLERS_JEMALLOC)
+  libjemalloc-dev
   libgtest-dev libgmock-dev googletest
   # PostgreSQL 15 server and client tools (initdb, pg_ctl, psql, pgbench)
   postgresql-15 postgresql-client-15 postgresql-contrib
