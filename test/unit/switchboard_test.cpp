@@ -367,11 +367,15 @@ TEST_F(Switchboard, AnOverflowAsksTheColdPathForARefillOnceTheQueueRunsEmpty) {
   script->hold_appends = true;
   start(sc);
   auto refills = std::make_shared<int>(0);
-  auto scanner = sys.spawn([refills](caf::event_based_actor*) -> caf::behavior {
-    return {[refills](refill_atom) {
-      ++*refills;
-    }};
-  });
+  // (The unused int: CAF 0.17 dereferences a null argument tuple when a
+  // function-based actor takes no arguments besides self; UBSan objects.)
+  auto scanner = sys.spawn(
+    [refills](caf::event_based_actor*, int) -> caf::behavior {
+      return {[refills](refill_atom) {
+        ++*refills;
+      }};
+    },
+    0);
   self->send(sb, refill_atom_v, caf::actor_cast<caf::actor>(scanner));
   for (int i = 0; i < 3; ++i)
     ingest("id-" + std::to_string(i), "k-" + std::to_string(i));
@@ -403,24 +407,28 @@ TEST_F(Switchboard, AnOverflowAsksTheColdPathForARefillOnceTheQueueRunsEmpty) {
 TEST_F(Switchboard, ARetryAfterATransportFailureAvoidsTheHostThatFailed) {
   // The registry: `general` on a dead host and on a live one. A lookup
   // without a host to avoid gets the dead one, as round robin could.
-  auto dead = sys.spawn([](caf::event_based_actor*) -> caf::behavior {
-    return {[](int) {}};
-  });
+  auto dead = sys.spawn(
+    [](caf::event_based_actor*, int) -> caf::behavior {
+      return {[](int) {}};
+    },
+    0);
   self->send_exit(dead, caf::exit_reason::kill);
   sched.run();
   auto routed = std::make_shared<int>(0);
-  auto live = sys.spawn([routed](caf::event_based_actor*) -> caf::behavior {
-    return {[routed](route_atom, route_request&) {
-      ++*routed;
-      route_response r;
-      r.status = "accepted";
-      r.work_id = "work-1";
-      return r;
-    }};
-  });
+  auto live = sys.spawn(
+    [routed](caf::event_based_actor*, int) -> caf::behavior {
+      return {[routed](route_atom, route_request&) {
+        ++*routed;
+        route_response r;
+        r.status = "accepted";
+        r.work_id = "work-1";
+        return r;
+      }};
+    },
+    0);
   auto lookups = std::make_shared<std::vector<caf::actor>>();
   auto reg = sys.spawn(
-    [dead, live, lookups](caf::event_based_actor*) -> caf::behavior {
+    [dead, live, lookups](caf::event_based_actor*, int) -> caf::behavior {
       return {
         [](list_atom) {
           return std::vector<registry_entry>{};
@@ -434,7 +442,8 @@ TEST_F(Switchboard, ARetryAfterATransportFailureAvoidsTheHostThatFailed) {
           return avoid == dead ? live : dead;
         },
       };
-    });
+    },
+    0);
   ctx->set_registry(reg);
   switchboard_config sc;
   sc.workers = 1;
