@@ -29,6 +29,17 @@ void schedule(scanner_ptr self, caf::timespan delay, bool new_chain) {
   self->delayed_send(self, delay, scan_atom_v, ++st.timer);
 }
 
+void sweep(scanner_ptr self);
+
+/// A sweep at once, from the oldest row (what overflowed may be older than
+/// the cursor) and without the grace period: starts a refill chain.
+void refill(scanner_ptr self) {
+  auto& st = self->state;
+  st.cursor_us = 0;
+  st.grace_s = 0;
+  sweep(self);
+}
+
 /// One sweep: `accepted` rows older than the chain's grace period (none
 /// after a refill) and expired `progress` rows, offered to the switchboard;
 /// schedules what comes next.
@@ -79,9 +90,7 @@ void sweep(scanner_ptr self) {
     st.offering = false;
     if (st.refill_pending) {
       st.refill_pending = false;
-      st.cursor_us = 0;
-      st.grace_s = 0;
-      sweep(self);
+      refill(self);
       return;
     }
     schedule(self, next, new_chain);
@@ -133,7 +142,7 @@ inbox_scanner_actor::behavior_type inbox_scanner(
   return {
     [self](scan_atom, uint64_t token) {
       auto& st = self->state;
-      if (token != st.timer || st.offering)
+      if (token != st.timer)
         return; // superseded by a later schedule or a refill
       sweep(self);
     },
@@ -144,10 +153,7 @@ inbox_scanner_actor::behavior_type inbox_scanner(
         st.refill_pending = true;
         return;
       }
-      // From the oldest: what overflowed may be older than the cursor.
-      st.cursor_us = 0;
-      st.grace_s = 0;
-      sweep(self);
+      refill(self);
     },
   };
 }
