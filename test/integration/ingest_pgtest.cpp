@@ -185,6 +185,17 @@ class Ingest : public ::testing::Test {
     return pqxx::nontransaction{conn}.exec1(sql)[0].as<int64_t>();
   }
 
+  /// Waits until `n` inbox rows are `parsed`; false after `timeout`.
+  bool all_parsed(int64_t n, std::chrono::seconds timeout) {
+    return eventually(
+      [&] {
+        return count("SELECT count(*) FROM message_inbox WHERE "
+                     "lifecycle_state = 'parsed'")
+               == n;
+      },
+      timeout);
+  }
+
   /// Every message ends at `general` (nothing else is registered): a fast
   /// scripted general, and replies to an outbox in a temporary directory,
   /// so these tests measure the ingest path, not sessions.
@@ -396,15 +407,7 @@ TEST_F(Ingest, ARestartWithABacklogClaimsNothingBeforeTheWriterIsReady) {
             0)
     << "a backlog for the restarted node";
   start(cfg);
-  ASSERT_TRUE(eventually(
-    [&] {
-      return count("SELECT count(*) FROM message_inbox WHERE "
-                   "lifecycle_state = 'parsed'")
-             == callers;
-    },
-    60s))
-    << states() << "\n"
-    << node_->log();
+  ASSERT_TRUE(all_parsed(callers, 60s)) << states() << "\n" << node_->log();
   auto m = metrics();
   EXPECT_GT(metric(m, "butlers_buffer_scanner_recovered_total"), 0);
   EXPECT_EQ(metric(m, "butlers_inbox_writer_unavailable_total"), 0)
@@ -420,14 +423,7 @@ TEST_F(Ingest, FullQueueDefersToTheColdPath) {
   for (auto& r : replies)
     ASSERT_EQ(r.status, 202) << "stored means accepted, queue or not";
   EXPECT_GT(metric(metrics(), "butlers_buffer_backpressure_total"), 0);
-  ASSERT_TRUE(eventually(
-    [&] {
-      return count("SELECT count(*) FROM message_inbox WHERE "
-                   "lifecycle_state = 'parsed'")
-             == callers;
-    },
-    30s))
-    << node_->log();
+  ASSERT_TRUE(all_parsed(callers, 30s)) << node_->log();
   auto m = metrics();
   EXPECT_GT(metric(m, "butlers_buffer_scanner_recovered_total"), 0);
   EXPECT_GT(metric(m, "butlers_buffer_enqueue_total{path=\"cold\"}"), 0);
@@ -451,15 +447,7 @@ TEST_F(Ingest, AnOverflowIsRecoveredOnceTheQueueDrains) {
     ASSERT_EQ(r.status, 202) << "stored means accepted, queue or not";
   auto overflowed = metric(metrics(), "butlers_buffer_backpressure_total");
   ASSERT_GT(overflowed, 0) << "the queue of 5 never overflowed";
-  ASSERT_TRUE(eventually(
-    [&] {
-      return count("SELECT count(*) FROM message_inbox WHERE "
-                   "lifecycle_state = 'parsed'")
-             == callers;
-    },
-    30s))
-    << states() << "\n"
-    << node_->log();
+  ASSERT_TRUE(all_parsed(callers, 30s)) << states() << "\n" << node_->log();
   auto m = metrics();
   EXPECT_GT(metric(m, "butlers_buffer_scanner_refills_total"), 0);
   EXPECT_GE(metric(m, "butlers_buffer_enqueue_total{path=\"cold\"}"),
@@ -732,17 +720,9 @@ TEST_F(Ingest, SigkillDuringIngestLosesNothingAndProcessesOnce) {
   EXPECT_LT(acked_before_kill, total) << "the kill happened mid-ingest";
   ASSERT_EQ(acked.size(), size_t{total});
   // Every acknowledged message reaches a terminal state exactly once.
-  ASSERT_TRUE(eventually(
-    [&] {
-      return count("SELECT count(*) FROM message_inbox WHERE "
-                   "lifecycle_state = 'parsed'")
-             == total;
-    },
-    60s))
-    << count("SELECT count(*) FROM message_inbox WHERE lifecycle_state <> "
-             "'parsed'")
-    << " not parsed\n"
-    << node_->log();
+  ASSERT_TRUE(all_parsed(total, 60s)) << count(
+    "SELECT count(*) FROM message_inbox WHERE lifecycle_state <> "
+    "'parsed'") << " not parsed\n" << node_->log();
   EXPECT_EQ(count("SELECT count(*) FROM message_inbox"), total);
   EXPECT_EQ(count("SELECT count(DISTINCT request_id) FROM inbox_transitions "
                   "WHERE to_state = 'parsed'"),
