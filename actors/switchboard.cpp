@@ -1,6 +1,7 @@
 #include "actors/switchboard.hpp"
 
 #include <chrono>
+#include <memory>
 
 #include <caf/actor_cast.hpp>
 #include <caf/event_based_actor.hpp>
@@ -164,20 +165,29 @@ void ingest_records(switchboard_ptr self, std::vector<inbox_record> recs,
     st.in_flight -= static_cast<uint32_t>(n);
     st.inflight_requests->set(st.in_flight);
   };
+  // Both continuations share the batch's bookkeeping; neither copies it.
+  struct pending {
+    std::function<void(std::vector<append_result>&)> done;
+    std::vector<append_result> out;
+    std::vector<size_t> slots;
+    std::vector<meta> metas;
+  };
+  auto p = std::make_shared<pending>(pending{std::move(done), std::move(out),
+                                             std::move(slots),
+                                             std::move(metas)});
   // No timeout: the writer answers every append within one flush, or at
   // once with "unavailable"; if it dies, the supervisor restarts this actor
   // with it. A CAF timeout here would cost two wake-ups of CAF's clock
   // thread per request (the HTTP side keeps the deadline).
   self->request(st.writer, caf::infinite, append_atom_v, std::move(admitted))
     .then(
-      [self, done, out, slots, metas,
-       leave](std::vector<append_result>& res) mutable {
+      [self, p, leave](std::vector<append_result>& res) {
         auto& st = self->state;
-        leave(slots.size());
+        leave(p->slots.size());
         bool offered = false;
-        for (size_t j = 0; j < slots.size() && j < res.size(); ++j) {
+        for (size_t j = 0; j < p->slots.size() && j < res.size(); ++j) {
           auto& r = res[j];
-          auto& m = metas[j];
+          auto& m = p->metas[j];
           if (r.error_code == 0 && r.duplicate) {
             st.deduplicated->inc();
             spdlog::info("dedupe: key {} deduped to request {}", m.key,
@@ -193,22 +203,22 @@ void ingest_records(switchboard_ptr self, std::vector<inbox_record> recs,
               st.overflowed = true;
             }
           }
-          out[slots[j]] = std::move(r);
+          p->out[p->slots[j]] = std::move(r);
         }
         if (offered)
           pump(self);
-        done(out);
+        p->done(p->out);
       },
-      [done, out, slots, leave](caf::error& err) mutable {
-        leave(slots.size());
+      [p, leave](caf::error& err) {
+        leave(p->slots.size());
         auto code = static_cast<uint8_t>(code_of(err));
         if (code == 0)
           code = static_cast<uint8_t>(butlers_errc::internal_error);
-        for (auto i : slots) {
-          out[i].error_code = code;
-          out[i].error_message = message_of(err);
+        for (auto i : p->slots) {
+          p->out[i].error_code = code;
+          p->out[i].error_message = message_of(err);
         }
-        done(out);
+        p->done(p->out);
       });
 }
 

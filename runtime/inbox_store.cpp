@@ -153,11 +153,11 @@ void inbox_store::write_appends(pqxx::transaction_base& tx,
     version.add(r.schema_version);
     keys.add(r.dedupe_key);
   }
-  auto fresh = tx.exec_prepared("inbox_append", ids.str(), received.str(),
-                                channel.str(), endpoint.str(), sender.str(),
-                                thread.str(), trace.str(), raw.str(),
-                                text.str(), tier.str(), version.str(),
-                                keys.str());
+  auto fresh = tx.exec_prepared("inbox_append", ids.take(), received.take(),
+                                channel.take(), endpoint.take(), sender.take(),
+                                thread.take(), trace.take(), raw.take(),
+                                text.take(), tier.take(), version.take(),
+                                keys.take());
   std::unordered_map<std::string, std::string> canonical;
   std::unordered_map<std::string_view, bool> is_new;
   for (auto row : fresh)
@@ -170,7 +170,7 @@ void inbox_store::write_appends(pqxx::transaction_base& tx,
   if (dup_keys.size() > 0) {
     try {
       for (auto row :
-           tx.exec_params(replanned("inbox_lookup_dedupe"), dup_keys.str()))
+           tx.exec_params(replanned("inbox_lookup_dedupe"), dup_keys.take()))
         canonical.emplace(row[0].as<std::string>(), row[1].as<std::string>());
     } catch (const pqxx::sql_error&) {
       if (!committed)
@@ -211,7 +211,7 @@ void inbox_store::write_claims(pqxx::work& tx, const std::vector<inbox_ref>& in,
   }
   std::unordered_map<std::string, claim_result> claimed;
   for (auto row :
-       tx.exec_params(replanned("inbox_claim"), ids.str(), received.str(),
+       tx.exec_params(replanned("inbox_claim"), ids.take(), received.take(),
                       owner_, static_cast<int>(lease_s_))) {
     claim_result c;
     c.claimed = true;
@@ -254,9 +254,9 @@ void inbox_store::write_completions(pqxx::work& tx,
     messages.add_or_null(c.error_message);
   }
   std::unordered_map<std::string, bool> done;
-  for (auto row : tx.exec_params(replanned("inbox_complete"), ids.str(),
-                                 received.str(), tokens.str(), states.str(),
-                                 classes.str(), messages.str(), owner_))
+  for (auto row : tx.exec_params(replanned("inbox_complete"), ids.take(),
+                                 received.take(), tokens.take(), states.take(),
+                                 classes.take(), messages.take(), owner_))
     done.emplace(row[0].as<std::string>(), true);
   out.clear();
   for (auto& c : in)

@@ -4,12 +4,21 @@ namespace butlers {
 
 pg_array& pg_array::add(std::string_view element) {
   separator();
+  // Appends the runs between characters that need a backslash in one go:
+  // this runs for every column of every row of a group commit, and a JSON
+  // payload is mostly such runs.
+  text_.reserve(text_.size() + element.size() + 3);
   text_ += '"';
-  for (char c : element) {
-    if (c == '"' || c == '\\')
+  size_t run = 0;
+  for (size_t i = 0; i < element.size(); ++i) {
+    char c = element[i];
+    if (c == '"' || c == '\\') {
+      text_.append(element.data() + run, i - run);
       text_ += '\\';
-    text_ += c;
+      run = i;
+    }
   }
+  text_.append(element.data() + run, element.size() - run);
   text_ += '"';
   return *this;
 }
@@ -24,6 +33,14 @@ pg_array& pg_array::null() {
   separator();
   text_ += "NULL";
   return *this;
+}
+
+std::string pg_array::take() {
+  text_ += '}';
+  std::string out = std::move(text_);
+  text_ = "{";
+  size_ = 0;
+  return out;
 }
 
 } // namespace butlers

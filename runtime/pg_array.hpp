@@ -30,6 +30,9 @@ class pg_array {
     return text_ + "}";
   }
 
+  /// The finished literal, moved out; the array is empty again.
+  std::string take();
+
   size_t size() const {
     return size_;
   }

@@ -14,6 +14,22 @@ TEST(PgArray, QuotesEveryElementAndEscapes) {
   EXPECT_EQ(a.size(), 8u);
 }
 
+TEST(PgArray, EscapesAtTheEdgesAndInARow) {
+  pg_array a;
+  a.add("\"").add("\\\\").add("\"x\"").add("x\"\"y").add(R"({"a":"b\"c"})");
+  EXPECT_EQ(a.str(), R"({"\"","\\\\","\"x\"","x\"\"y","{\"a\":\"b\\\"c\"}"})");
+}
+
+TEST(PgArray, TakeMovesTheLiteralOutAndStartsOver) {
+  pg_array a;
+  a.add("one").add(int64_t{2});
+  EXPECT_EQ(a.take(), R"({"one",2})");
+  EXPECT_EQ(a.size(), 0u);
+  EXPECT_EQ(a.str(), "{}");
+  a.add("three");
+  EXPECT_EQ(a.take(), R"({"three"})");
+}
+
 TEST(PgArray, EmptyArray) {
   EXPECT_EQ(pg_array{}.str(), "{}");
 }
