@@ -80,13 +80,23 @@ int ordered_connection(writer_ptr self) {
 /// The connection for the next batch of appends alone, or -1 to wait: with
 /// more than one connection, appends have the others to themselves, so
 /// group commit of new requests never queues behind routing writes.
+///
+/// The first of those that is up takes every batch. The others only spill
+/// over: they take one while it is busy and at least a quarter of
+/// `max_batch` appends wait. At moderate load new requests then keep to one
+/// connection and commit in batches that grow while it flushes (every
+/// commit costs the database and the node CPU of its own); under load one
+/// batch commits while the next is being written.
 int append_connection(writer_ptr self) {
   auto& st = self->state;
   bool own_up = false;
+  size_t spill = std::max<size_t>(1, st.cfg.max_batch / 4);
   for (size_t i = 1; i < st.connections.size(); ++i) {
-    if (usable(self, i))
+    if (!st.up[i])
+      continue;
+    if (usable(self, i) && (!own_up || st.pending.appends.size() >= spill))
       return static_cast<int>(i);
-    own_up = own_up || st.up[i];
+    own_up = true;
   }
   // All of their own are down (or there is just one connection): share.
   if (!own_up && usable(self, 0) && !st.ordered_in_flight)

@@ -304,6 +304,62 @@ TEST_F(InboxWriter, AppendsHaveTheirOwnConnectionBesideRoutingWrites) {
   EXPECT_EQ(replies().size(), 3u);
 }
 
+TEST_F(InboxWriter,
+       ASecondAppendLaneOnlyTakesABatchOnceAQuarterOfMaxBatchWaits) {
+  start(16, 3); // spill threshold: 16 / 4 = 4 appends
+  auto& first = *scripts[1];
+  auto& second = *scripts[2];
+  for (int i = 0; i < 2; ++i)
+    append(i);
+  sched.run();
+  ASSERT_EQ(first.batch_sizes, std::vector<size_t>{2});
+  // The first append lane is busy. Three waiting appends stay together for
+  // it, though the second lane is idle: at moderate load that keeps commits
+  // (and their fixed cost) few.
+  for (int i = 2; i < 5; ++i)
+    append(i);
+  sched.run();
+  EXPECT_TRUE(second.batch_sizes.empty());
+  EXPECT_EQ(first.batch_sizes.size(), 1u);
+  // A fourth makes a quarter of max_batch: the second lane takes them all.
+  append(5);
+  sched.run();
+  ASSERT_EQ(second.batch_sizes, std::vector<size_t>{4});
+  // Both busy: new appends wait for whichever frees first.
+  for (int i = 6; i < 12; ++i)
+    append(i);
+  sched.run();
+  self->send(connections[2], connect_atom_v);
+  sched.run();
+  EXPECT_EQ(second.batch_sizes, (std::vector<size_t>{4, 6}));
+  EXPECT_EQ(replies().size(), 4u);
+  // Once the first lane is free again it takes every batch, however small.
+  self->send(connections[1], connect_atom_v);
+  self->send(connections[2], connect_atom_v);
+  sched.run();
+  EXPECT_EQ(replies().size(), 8u);
+  append(12);
+  sched.run();
+  EXPECT_EQ(first.batch_sizes, (std::vector<size_t>{2, 1}));
+  EXPECT_EQ(second.batch_sizes, (std::vector<size_t>{4, 6}));
+}
+
+TEST_F(InboxWriter, WhenTheFirstAppendLaneIsDownTheNextTakesEveryBatch) {
+  start(16, 3);
+  self->send(connections[1], caf::tick_atom_v); // lost
+  sched.run();
+  auto& second = *scripts[2];
+  append(1);
+  sched.run();
+  ASSERT_EQ(second.batch_sizes, std::vector<size_t>{1});
+  self->send(connections[2], connect_atom_v);
+  sched.run();
+  auto r = replies();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(std::get<std::string>(r[0]), "id-1");
+  EXPECT_TRUE(scripts[1]->batch_sizes.empty());
+}
+
 TEST_F(InboxWriter, RoutingWritesGoOneBatchAtATimeEvenWhenTheirLaneIsDown) {
   start(256, 2);
   auto& ordered = *scripts[0];
