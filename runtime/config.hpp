@@ -63,8 +63,8 @@ struct http_config {
   /// Largest request body; larger ones get 413. Default 1048576 (1 MiB),
   /// range 1024..67108864 (1 KiB..64 MiB).
   uint64_t max_body_bytes = 1048576;
-  /// Server threads. Default 1, range 1..64.
-  uint32_t threads = 1;
+  /// Server threads. Default 2, range 1..64.
+  uint32_t threads = 2;
   /// Most open connections. Default 1024, range 1..65536.
   uint32_t max_connections = 1024;
   /// Deadline of one request in milliseconds. Default 5000, range 1..600000.

@@ -25,7 +25,7 @@ warmup=2
 connections=512
 policy=sharing
 scheduler_threads=1
-http_threads=1
+http_threads=2
 writer_connections=2
 build_dir="$ROOT/build"
 while [ $# -gt 0 ]; do
