@@ -1006,10 +1006,15 @@ class load_generator {
     auto now = now_ns();
     int timeout_ms = 0;
     if (wake > now) {
-      itimerspec its{};
-      its.it_value.tv_sec = static_cast<time_t>(wake / ns_per_s);
-      its.it_value.tv_nsec = static_cast<long>(wake % ns_per_s);
-      ::timerfd_settime(timer_fd_, TFD_TIMER_ABSTIME, &its, nullptr);
+      // Armed once per wake-up time, not once per round of socket events:
+      // the generator shares the machine with the server it measures.
+      if (wake != armed_) {
+        itimerspec its{};
+        its.it_value.tv_sec = static_cast<time_t>(wake / ns_per_s);
+        its.it_value.tv_nsec = static_cast<long>(wake % ns_per_s);
+        ::timerfd_settime(timer_fd_, TFD_TIMER_ABSTIME, &its, nullptr);
+        armed_ = wake;
+      }
       timeout_ms = -1;
     }
     std::array<epoll_event, 256> events;
@@ -1022,6 +1027,7 @@ class load_generator {
         uint64_t expirations;
         [[maybe_unused]] auto r = ::read(timer_fd_, &expirations,
                                          sizeof expirations);
+        armed_ = 0;
         continue;
       }
       auto i = static_cast<size_t>(tag);
@@ -1072,6 +1078,8 @@ class load_generator {
   sockaddr_in addr_{};
   int epoll_fd_ = -1;
   int timer_fd_ = -1;
+  /// The wake-up time the timer is armed for, 0 once it fired.
+  nanos armed_ = 0;
   nanos t0_ = 0;
   nanos window_start_ = 0;
   nanos window_end_ = 0;
