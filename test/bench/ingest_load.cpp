@@ -55,6 +55,13 @@ constexpr nanos drain_cap = 10 * ns_per_s;
 /// Wait before reconnecting after a failed connect or a dropped connection.
 constexpr nanos reconnect_backoff = 100 * ns_per_ms;
 
+/// Open loop: the timer wakes the generator at most this often; requests
+/// that fell due since are sent together. Waking for every request at
+/// 20,000/s took a third of a core on the machine it shares with the server.
+/// A request sent late this way still counts its latency from when it was
+/// due, so the wait is charged to the server, never hidden.
+constexpr nanos tick_ns = 100'000;
+
 nanos now_ns() {
   timespec ts{};
   ::clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -651,8 +658,8 @@ class load_generator {
                 " of them deduplicated), latency p50 %.2f ms, p90 %.2f ms, "
                 "p99 %.2f ms, max %.2f ms; 429: %" PRIu64 ", 503: %" PRIu64
                 ", other: %" PRIu64 ", errors: %" PRIu64 "\n",
-                offered, opts_.connections, secs, accepted_per_s,
-                tally_.ok_202, tally_.deduped, ms(0.50), ms(0.90), ms(0.99),
+                offered, opts_.connections, secs, accepted_per_s, tally_.ok_202,
+                tally_.deduped, ms(0.50), ms(0.90), ms(0.99),
                 static_cast<double>(hist_.max()) / 1000.0, tally_.status_429,
                 tally_.status_503, tally_.other, tally_.errors);
     std::fflush(stdout);
@@ -998,7 +1005,7 @@ class load_generator {
     if (now < window_end_)
       t = std::min(t, window_end_);
     if (opts_.rate > 0 && next_ < total_ && !idle_.empty())
-      t = std::min(t, due_of(next_));
+      t = std::min(t, std::max(due_of(next_), woke_ + tick_ns));
     return t;
   }
 
@@ -1022,6 +1029,7 @@ class load_generator {
     int n = ::epoll_wait(epoll_fd_, events.data(),
                          static_cast<int>(events.size()), timeout_ms);
     now = now_ns();
+    woke_ = now;
     for (int k = 0; k < n; ++k) {
       auto tag = events[k].data.u64;
       if (tag == timer_tag) {
@@ -1081,6 +1089,8 @@ class load_generator {
   int timer_fd_ = -1;
   /// The wake-up time the timer is armed for, 0 once it fired.
   nanos armed_ = 0;
+  /// When epoll_wait last returned.
+  nanos woke_ = 0;
   nanos t0_ = 0;
   nanos window_start_ = 0;
   nanos window_end_ = 0;
