@@ -8,11 +8,14 @@
 #include <pqxx/connection>
 
 #include "actors/interfaces.hpp"
+#include "runtime/openssl_thread.hpp"
 
 namespace butlers {
 
 struct db_reader_state {
   static inline const char* name = "db_reader";
+  /// First, so it is destroyed last: after the connection.
+  openssl_thread_release openssl;
   std::string url;
   std::unique_ptr<pqxx::connection> conn;
   ~db_reader_state();

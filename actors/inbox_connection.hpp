@@ -11,11 +11,14 @@
 #include "actors/interfaces.hpp"
 #include "runtime/config.hpp"
 #include "runtime/inbox_store.hpp"
+#include "runtime/openssl_thread.hpp"
 
 namespace butlers {
 
 struct inbox_connection_state {
   static inline const char* name = "inbox_connection";
+  /// First, so it is destroyed last: after the connection.
+  openssl_thread_release openssl;
   /// Which of the writer's connections this is; 0 also maintains
   /// partitions.
   uint32_t index = 0;

@@ -9,11 +9,14 @@
 #include "runtime/config.hpp"
 #include "runtime/inbox_store.hpp"
 #include "runtime/node_status.hpp"
+#include "runtime/openssl_thread.hpp"
 
 namespace butlers {
 
 struct inbox_scanner_state {
   static inline const char* name = "inbox_scanner";
+  /// First, so it is destroyed last: after the connection.
+  openssl_thread_release openssl;
   /// Its own connection: reads only, never blocks the writer's batches.
   std::unique_ptr<inbox_store> store;
   switchboard_config cfg;
