@@ -83,17 +83,20 @@ caf::result<caf::actor> lookup(registry_ptr self, const std::string& name,
     return caf::error{butlers_errc::target_unavailable,
                       "no butler named '" + name + "'"};
   std::vector<const registry_state::slot*> live;
-  for (auto& h : i->second)
-    if (h.entry.status == "active" && h.handle && (!avoid || h.handle != avoid))
+  const registry_state::slot* avoided = nullptr;
+  for (auto& h : i->second) {
+    if (h.entry.status != "active" || !h.handle)
+      continue;
+    if (avoid && h.handle == avoid)
+      avoided = &h;
+    else
       live.push_back(&h);
-  if (live.empty()) {
-    // Only the avoided host is live: it is all there is.
-    for (auto& h : i->second)
-      if (h.entry.status == "active" && h.handle)
-        return h.handle;
+  }
+  if (live.empty() && avoided)
+    return avoided->handle; // the avoided host is all there is
+  if (live.empty())
     return caf::error{butlers_errc::target_unavailable,
                       "butler '" + name + "' has no live host"};
-  }
   for (auto* h : live)
     if (h->entry.node == st.node)
       return h->handle; // local first: no network hop
