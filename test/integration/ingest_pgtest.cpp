@@ -196,6 +196,28 @@ class Ingest : public ::testing::Test {
       timeout);
   }
 
+  /// Starts a node whose hot queue holds 5 with one worker, and whose cold
+  /// path sweeps 5 rows every `scanner_s` seconds after a grace of as many;
+  /// sends `overflow_callers` ingests at once, which overflow that queue;
+  /// returns how many were not answered 202.
+  static constexpr int overflow_callers = 30;
+  int overflow_the_hot_queue(int scanner_s, const std::string& prefix) {
+    auto s = std::to_string(scanner_s);
+    start("[switchboard]\nqueue_capacity = 5\nworkers = 1\n"
+          "scanner_interval_s = "
+          + s + "\nscanner_grace_s = " + s + "\nscanner_batch_size = 5\n");
+    int refused = 0;
+    for (auto& r : ingest_all_at_once(overflow_callers, prefix))
+      refused += r.status == 202 ? 0 : 1;
+    return refused;
+  }
+
+  /// Transitions to `parsed`: one per message that completed once.
+  int64_t parsed_transitions() {
+    return count("SELECT count(*) FROM inbox_transitions WHERE to_state = "
+                 "'parsed'");
+  }
+
   /// Every message ends at `general` (nothing else is registered): a fast
   /// scripted general, and replies to an outbox in a temporary directory,
   /// so these tests measure the ingest path, not sessions.
@@ -415,21 +437,14 @@ TEST_F(Ingest, ARestartWithABacklogClaimsNothingBeforeTheWriterIsReady) {
 }
 
 TEST_F(Ingest, FullQueueDefersToTheColdPath) {
-  start("[switchboard]\nqueue_capacity = 5\nworkers = 1\n"
-        "scanner_interval_s = 1\nscanner_grace_s = 1\n"
-        "scanner_batch_size = 5\n");
-  constexpr int callers = 30;
-  auto replies = ingest_all_at_once(callers, "cold-");
-  for (auto& r : replies)
-    ASSERT_EQ(r.status, 202) << "stored means accepted, queue or not";
+  ASSERT_EQ(overflow_the_hot_queue(1, "cold-"), 0)
+    << "stored means accepted, queue or not";
   EXPECT_GT(metric(metrics(), "butlers_buffer_backpressure_total"), 0);
-  ASSERT_TRUE(all_parsed(callers, 30s)) << node_->log();
+  ASSERT_TRUE(all_parsed(overflow_callers, 30s)) << node_->log();
   auto m = metrics();
   EXPECT_GT(metric(m, "butlers_buffer_scanner_recovered_total"), 0);
   EXPECT_GT(metric(m, "butlers_buffer_enqueue_total{path=\"cold\"}"), 0);
-  EXPECT_EQ(count("SELECT count(*) FROM inbox_transitions WHERE to_state = "
-                  "'parsed'"),
-            callers)
+  EXPECT_EQ(parsed_transitions(), overflow_callers)
     << "each message completed exactly once";
 }
 
@@ -438,24 +453,18 @@ TEST_F(Ingest, FullQueueDefersToTheColdPath) {
 // grace period of an hour, only the switchboard's refill request can bring
 // those messages back before the deadline below.
 TEST_F(Ingest, AnOverflowIsRecoveredOnceTheQueueDrains) {
-  start("[switchboard]\nqueue_capacity = 5\nworkers = 1\n"
-        "scanner_interval_s = 3600\nscanner_grace_s = 3600\n"
-        "scanner_batch_size = 5\n");
-  constexpr int callers = 30;
-  auto replies = ingest_all_at_once(callers, "refill-");
-  for (auto& r : replies)
-    ASSERT_EQ(r.status, 202) << "stored means accepted, queue or not";
+  ASSERT_EQ(overflow_the_hot_queue(3600, "refill-"), 0)
+    << "stored means accepted, queue or not";
   auto overflowed = metric(metrics(), "butlers_buffer_backpressure_total");
   ASSERT_GT(overflowed, 0) << "the queue of 5 never overflowed";
-  ASSERT_TRUE(all_parsed(callers, 30s)) << states() << "\n" << node_->log();
+  ASSERT_TRUE(all_parsed(overflow_callers, 30s)) << states() << "\n"
+                                                 << node_->log();
   auto m = metrics();
   EXPECT_GT(metric(m, "butlers_buffer_scanner_refills_total"), 0);
   EXPECT_GE(metric(m, "butlers_buffer_enqueue_total{path=\"cold\"}"),
             overflowed)
     << "every overflowed message came back through the cold path";
-  EXPECT_EQ(count("SELECT count(*) FROM inbox_transitions WHERE to_state = "
-                  "'parsed'"),
-            callers)
+  EXPECT_EQ(parsed_transitions(), overflow_callers)
     << "each message completed exactly once";
 }
 
@@ -727,10 +736,7 @@ TEST_F(Ingest, SigkillDuringIngestLosesNothingAndProcessesOnce) {
   EXPECT_EQ(count("SELECT count(DISTINCT request_id) FROM inbox_transitions "
                   "WHERE to_state = 'parsed'"),
             total);
-  EXPECT_EQ(count("SELECT count(*) FROM inbox_transitions WHERE to_state = "
-                  "'parsed'"),
-            total)
-    << "no message completed twice";
+  EXPECT_EQ(parsed_transitions(), total) << "no message completed twice";
   pqxx::connection conn{url_};
   pqxx::nontransaction tx{conn};
   std::set<std::string> stored;
