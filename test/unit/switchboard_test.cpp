@@ -212,6 +212,20 @@ struct Switchboard : test::deterministic_fixture {
     return out;
   }
 
+  /// Ingests `id-0..n-1` (keys `k-0..`) and commits them in one group:
+  /// their replies reach the switchboard back to back. Returns our replies.
+  std::vector<std::variant<append_result, butlers_errc>> commit_together(
+    int n) {
+    for (int i = 0; i < n; ++i)
+      ingest("id-" + std::to_string(i), "k-" + std::to_string(i));
+    self->send(writer, flush_atom_v);
+    sched.run();
+    std::vector<std::variant<append_result, butlers_errc>> out;
+    for (int i = 0; i < n; ++i)
+      out.push_back(reply());
+    return out;
+  }
+
   uint64_t counter_value(const std::string& name,
                          const std::string& labels = "") {
     return ctx->metrics.get_counter(name, "", labels).value();
@@ -339,17 +353,11 @@ TEST_F(Switchboard, FullQueueCountsBackpressureAndStillAccepts) {
   script->grant_claims = true;
   script->hold_appends = true;
   start(sc);
-  for (int i = 0; i < 4; ++i)
-    ingest("id-" + std::to_string(i), "k-" + std::to_string(i));
-  // All four commit in one group; their replies reach the switchboard
-  // back to back, before the first worker's claim is answered.
-  self->send(writer, flush_atom_v);
-  sched.run();
-  for (int i = 0; i < 4; ++i) {
-    auto r = reply();
+  // All four replies reach the switchboard before the first worker's claim
+  // is answered.
+  for (auto& r : commit_together(4))
     EXPECT_TRUE(std::holds_alternative<append_result>(r))
       << "stored means accepted, queue or not";
-  }
   // One worker + one queue slot: the other two wait for the cold path.
   EXPECT_EQ(counter_value("butlers_buffer_enqueue_total", "path=\"hot\""), 2u);
   EXPECT_EQ(counter_value("butlers_buffer_backpressure_total"), 2u);
@@ -377,12 +385,7 @@ TEST_F(Switchboard, AnOverflowAsksTheColdPathForARefillOnceTheQueueRunsEmpty) {
     },
     0);
   self->send(sb, refill_atom_v, caf::actor_cast<caf::actor>(scanner));
-  for (int i = 0; i < 3; ++i)
-    ingest("id-" + std::to_string(i), "k-" + std::to_string(i));
-  self->send(writer, flush_atom_v);
-  sched.run();
-  for (int i = 0; i < 3; ++i)
-    reply();
+  commit_together(3);
   // One claimed (held), one queued, one overflowed.
   EXPECT_EQ(counter_value("butlers_buffer_backpressure_total"), 1u);
   ASSERT_EQ(claimed(), (std::vector<std::string>{"id-0"}));
