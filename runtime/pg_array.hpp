@@ -25,12 +25,8 @@ class pg_array {
   }
   pg_array& null();
 
-  /// The finished literal, e.g. `{"a","b\"c",NULL}`.
-  std::string str() const {
-    return text_ + "}";
-  }
-
-  /// The finished literal, moved out; the array is empty again.
+  /// The finished literal, e.g. `{"a","b\"c",NULL}`, moved out; the
+  /// array is empty again.
   std::string take();
 
   size_t size() const {
