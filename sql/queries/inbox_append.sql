@@ -25,7 +25,7 @@ WITH input AS (
     raw_payload, normalized_text, policy_tier, schema_version, dedupe_key)
   SELECT i.request_id, i.received_at, i.source_channel,
          i.source_endpoint_identity, i.source_sender_identity,
-         i.source_thread_identity, i.trace_parent, i.raw_payload::json,
+         i.source_thread_identity, i.trace_parent, i.raw_payload,
          i.normalized_text, i.policy_tier, i.schema_version, i.dedupe_key
   FROM input i JOIN new_keys n USING (dedupe_key, request_id)
   RETURNING 1

@@ -2,12 +2,16 @@
 // no HTTP and no actors, so the node's own overhead can be told apart from
 // PostgreSQL's. Prints one table row per batch size.
 //
-//   butlers_inbox_store_bench URL [ROWS]     e.g. "host=/tmp/pg dbname=b"
+//   butlers_inbox_store_bench URL [ROWS] [BATCH]   e.g. "host=/tmp/pg dbname=b"
+//
+// With BATCH, only that batch size runs (for profiling PostgreSQL while it
+// executes one shape of the statement).
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include <pqxx/pqxx>
 
@@ -42,11 +46,17 @@ butlers::inbox_record make_record(const std::string& run, int i, int64_t now) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s URL [ROWS]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s URL [ROWS] [BATCH]\n", argv[0]);
     return 2;
   }
   std::string url = argv[1];
   int rows = argc > 2 ? std::atoi(argv[2]) : 20000;
+  int only_batch = argc > 3 ? std::atoi(argv[3]) : 0;
+  if (rows < 1 || (argc > 3 && (only_batch < 1 || only_batch > 100000))) {
+    std::fprintf(stderr, "%s: ROWS must be positive, BATCH 1..100000\n",
+                 argv[0]);
+    return 2;
+  }
   butlers::inbox_store store{url, "bench", 60};
   store.connect();
   store.migrate();
@@ -55,7 +65,10 @@ int main(int argc, char** argv) {
   std::printf("| batch | rows | seconds | rows/s | ms per commit |\n");
   std::printf("|---|---|---|---|---|\n");
   int next = 0;
-  for (int batch : {1, 8, 32, 64, 128, 256, 512}) {
+  std::vector<int> batches{1, 8, 32, 64, 128, 256, 512};
+  if (only_batch > 0)
+    batches = {only_batch};
+  for (int batch : batches) {
     using clock = std::chrono::steady_clock;
     auto start = clock::now();
     int written = 0;
@@ -70,7 +83,7 @@ int main(int argc, char** argv) {
       store.write(b);
       written += batch;
       ++commits;
-      if (batch == 1 && written >= rows / 10)
+      if (only_batch == 0 && batch == 1 && written >= rows / 10)
         break; // single rows are slow; a tenth is enough to measure
     }
     auto secs = std::chrono::duration<double>(clock::now() - start).count();

@@ -310,7 +310,7 @@ WITH input AS (
 )
 INSERT INTO message_inbox ($columns)
 SELECT request_id, received_at, 'api', 'pgbench', 'user-' || (:uid)::text, NULL, NULL,
-       '$raw_payload'::json, '$text', 'default', 'ingest.v1', dedupe_key
+       '$raw_payload', '$text', 'default', 'ingest.v1', dedupe_key
 FROM new_keys;
 EOF
 # Reference: the message_inbox row alone.
@@ -318,7 +318,7 @@ cat >"$work/inbox_only.sql" <<EOF
 \set uid random(1000, 1996)
 INSERT INTO message_inbox ($columns)
 VALUES (gen_random_uuid(), now(), 'api', 'pgbench', 'user-' || (:uid)::text, NULL, NULL,
-        '$raw_payload'::json, '$text', 'default', 'ingest.v1',
+        '$raw_payload', '$text', 'default', 'ingest.v1',
         concat_ws(':', 'idem', 'api', 'pgbench', gen_random_uuid()));
 EOF
 

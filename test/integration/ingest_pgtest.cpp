@@ -273,6 +273,32 @@ TEST_F(Ingest, AcceptedMeansStoredThenParsed) {
             1);
 }
 
+TEST_F(Ingest, TheRawPayloadIsTheBodyByteForByte) {
+  start();
+  // Whitespace, key order and escapes as a client might send them: stored
+  // as sent (text, not re-encoded), and still readable as JSON.
+  std::string body = envelope("raw-1", R"(caf\u00e9 \"at\" 9)");
+  body.insert(1, "\n  ");
+  body.insert(body.size() - 1, " \t");
+  auto r = ingest(body);
+  ASSERT_EQ(r.status, 202) << r.body << r.error;
+  pqxx::connection conn{url_};
+  pqxx::nontransaction tx{conn};
+  auto row = tx.exec_params1(
+    "SELECT raw_payload, raw_payload::json #>> '{payload,normalized_text}',"
+    " normalized_text FROM message_inbox WHERE request_id = $1",
+    request_id_of(r));
+  EXPECT_EQ(row[0].as<std::string>(), body);
+  EXPECT_EQ(row[1].as<std::string>(), "caf\xc3\xa9 \"at\" 9");
+  EXPECT_EQ(row[2].as<std::string>(), row[1].as<std::string>());
+  // text since migration 0005: the node validated it, PostgreSQL need not.
+  EXPECT_EQ(tx.exec1("SELECT format_type(atttypid, atttypmod) FROM pg_attribute"
+                     " WHERE attrelid = 'message_inbox'::regclass AND attname"
+                     " = 'raw_payload'")[0]
+              .as<std::string>(),
+            "text");
+}
+
 TEST_F(Ingest, SequentialDuplicateGetsTheOriginalRequestId) {
   start();
   auto first = ingest(envelope("dup-1", "one"));

@@ -1,0 +1,12 @@
+-- raw_payload holds the request body exactly as the client sent it. The
+-- node parses and validates every body before storing it (strict JSON,
+-- well-formed UTF-8, the ingest.v1 schema), so the json type's input check
+-- parsed every payload a second time, on the group-commit statement that
+-- bounds the node's ingest rate: about a tenth of its CPU per row
+-- (test/bench/README.md). Query it as JSON with raw_payload::json.
+--
+-- json and text are both text internally, but PostgreSQL converts through
+-- json's output function, so this rewrites message_inbox's partitions once,
+-- under an exclusive lock: instant on a new database, a pause of the ingest
+-- while the node that applies it starts on a full one.
+ALTER TABLE message_inbox ALTER COLUMN raw_payload TYPE text;
