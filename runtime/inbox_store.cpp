@@ -135,8 +135,11 @@ void inbox_store::write_appends(pqxx::transaction_base& tx,
   std::sort(candidates.begin(), candidates.end(), [&](size_t x, size_t y) {
     return in[x].dedupe_key < in[y].dedupe_key;
   });
-  pg_array ids, received, channel, endpoint, sender, thread, trace, raw, text,
-    tier, version, keys;
+  using el = pg_array::element;
+  pg_array ids{el::uuid}, received{el::int8}, channel{el::text},
+    endpoint{el::text}, sender{el::text}, thread{el::text}, trace{el::text},
+    raw{el::text}, text{el::text}, tier{el::text}, version{el::text},
+    keys{el::text};
   for (auto i : candidates) {
     auto& r = in[i];
     auto& ctx = r.context;
@@ -162,7 +165,7 @@ void inbox_store::write_appends(pqxx::transaction_base& tx,
   std::unordered_map<std::string_view, bool> is_new;
   for (auto row : fresh)
     is_new.emplace(in[first.at(row[0].as<std::string>())].dedupe_key, true);
-  pg_array dup_keys;
+  pg_array dup_keys{pg_array::element::text};
   for (auto i : candidates)
     if (is_new.count(in[i].dedupe_key) == 0)
       dup_keys.add(in[i].dedupe_key);
@@ -204,7 +207,7 @@ void inbox_store::write_appends(pqxx::transaction_base& tx,
 
 void inbox_store::write_claims(pqxx::work& tx, const std::vector<inbox_ref>& in,
                                std::vector<claim_result>& out) {
-  pg_array ids, received;
+  pg_array ids{pg_array::element::uuid}, received{pg_array::element::int8};
   for (auto& ref : in) {
     ids.add(ref.request_id);
     received.add(ref.received_at_us);
@@ -244,7 +247,9 @@ void inbox_store::write_claims(pqxx::work& tx, const std::vector<inbox_ref>& in,
 void inbox_store::write_completions(pqxx::work& tx,
                                     const std::vector<completion>& in,
                                     std::vector<bool>& out) {
-  pg_array ids, received, tokens, states, classes, messages;
+  using el = pg_array::element;
+  pg_array ids{el::uuid}, received{el::int8}, tokens{el::int8},
+    states{el::text}, classes{el::text}, messages{el::text};
   for (auto& c : in) {
     ids.add(c.ref.request_id);
     received.add(c.ref.received_at_us);

@@ -1,45 +1,134 @@
 #include "runtime/pg_array.hpp"
 
+#include <stdexcept>
+
 namespace butlers {
 
-pg_array& pg_array::add(std::string_view element) {
-  separator();
-  // Written straight into the buffer, sized for the worst case (every
-  // character escaped) and cut back after: this runs for every column of
-  // every row of a group commit, and a JSON payload has a quote every few
-  // characters, so appending the runs between them costs a call each.
-  auto at = text_.size();
-  text_.resize(at + 2 * element.size() + 2);
-  char* out = text_.data() + at;
-  *out++ = '"';
-  for (char c : element) {
-    if (c == '"' || c == '\\')
-      *out++ = '\\';
-    *out++ = c;
+namespace {
+
+/// The header: ndim, flags (has NULLs), element type, then one dimension's
+/// length and lower bound. take() fills it in; an empty array has no
+/// dimension.
+constexpr size_t header_bytes = 5 * 4;
+
+void store32(char* at, uint32_t v) {
+  at[0] = static_cast<char>(v >> 24);
+  at[1] = static_cast<char>(v >> 16);
+  at[2] = static_cast<char>(v >> 8);
+  at[3] = static_cast<char>(v);
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9')
+    return c - '0';
+  if (c >= 'a' && c <= 'f')
+    return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F')
+    return c - 'A' + 10;
+  return -1;
+}
+
+const char* element_name(pg_array::element type) {
+  switch (type) {
+    case pg_array::element::int8: return "int8";
+    case pg_array::element::text: return "text";
+    case pg_array::element::uuid: return "uuid";
   }
-  *out++ = '"';
-  text_.resize(static_cast<size_t>(out - text_.data()));
+  return "?";
+}
+
+} // namespace
+
+pg_array::pg_array(element type) : type_{type} {
+  start();
+}
+
+void pg_array::start() {
+  bytes_.assign(header_bytes, '\0');
+  size_ = 0;
+  has_null_ = false;
+}
+
+void pg_array::put32(uint32_t v) {
+  char b[4];
+  store32(b, v);
+  bytes_.append(b, 4);
+}
+
+pg_array& pg_array::add(std::string_view value) {
+  if (type_ == element::text) {
+    if (value.size() > 0x7fffffffu)
+      throw std::length_error("pg_array: element over 2 GiB");
+    put32(static_cast<uint32_t>(value.size()));
+    bytes_.append(value.data(), value.size());
+  } else if (type_ == element::uuid) {
+    // 8-4-4-4-12 hex digits: the form PostgreSQL prints and
+    // make_uuid_v7 writes. No pair of digits straddles a hyphen.
+    unsigned char raw[16];
+    size_t n = 0;
+    bool ok = value.size() == 36;
+    for (size_t i = 0; ok && i < value.size();) {
+      if (i == 8 || i == 13 || i == 18 || i == 23) {
+        ok = value[i++] == '-';
+        continue;
+      }
+      int hi = hex_value(value[i]);
+      int lo = hex_value(value[i + 1]);
+      ok = hi >= 0 && lo >= 0;
+      raw[n++] = static_cast<unsigned char>(hi << 4 | lo);
+      i += 2;
+    }
+    if (!ok)
+      throw std::invalid_argument("pg_array: not a UUID: '"
+                                  + std::string{value.substr(0, 64)} + "'");
+    put32(16);
+    bytes_.append(reinterpret_cast<const char*>(raw), 16);
+  } else {
+    throw std::logic_error(std::string{"pg_array: a string added to an "}
+                           + element_name(type_) + " array");
+  }
+  ++size_;
   return *this;
 }
 
-pg_array& pg_array::add(int64_t element) {
-  separator();
-  text_ += std::to_string(element);
+pg_array& pg_array::add(int64_t value) {
+  if (type_ != element::int8)
+    throw std::logic_error(std::string{"pg_array: an integer added to a "}
+                           + element_name(type_) + " array");
+  auto v = static_cast<uint64_t>(value);
+  put32(8);
+  put32(static_cast<uint32_t>(v >> 32));
+  put32(static_cast<uint32_t>(v));
+  ++size_;
   return *this;
 }
 
 pg_array& pg_array::null() {
-  separator();
-  text_ += "NULL";
+  put32(0xffffffffu); // length -1
+  has_null_ = true;
+  ++size_;
   return *this;
 }
 
-std::string pg_array::take() {
-  text_ += '}';
-  std::string out = std::move(text_);
-  text_ = "{";
-  size_ = 0;
-  return out;
+pqxx::binarystring pg_array::take() {
+  if (size_ > 0x7fffffffu)
+    throw std::length_error("pg_array: too many elements");
+  char* h = bytes_.data();
+  store32(h + 4, has_null_ ? 1 : 0);
+  store32(h + 8, static_cast<uint32_t>(type_));
+  std::string_view out{bytes_};
+  if (size_ == 0) {
+    // No dimensions: ndim 0 and no length or lower bound.
+    store32(h, 0);
+    out = out.substr(0, 12);
+  } else {
+    store32(h, 1);
+    store32(h + 12, static_cast<uint32_t>(size_));
+    store32(h + 16, 1);
+  }
+  pqxx::binarystring result{out.data(), out.size()};
+  start();
+  return result;
 }
 
 } // namespace butlers
