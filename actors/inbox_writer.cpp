@@ -210,6 +210,29 @@ size_t take_work(writer_ptr self, write_batch& batch, batch_waiters& waiters,
   return taken;
 }
 
+/// With `group_commit_delay_us`, whether a batch of appends that is not
+/// full waits for more: until that long after the previous one went out.
+/// Then a delayed flush_atom ends the wait (one at a time). At low load
+/// the previous batch is long gone and nothing waits; at moderate load
+/// batches go out at most once per delay, each larger, and each commit's
+/// fixed cost (a flush, wake-ups on both sides) is paid less often.
+bool hold_appends(writer_ptr self) {
+  auto& st = self->state;
+  if (st.cfg.group_commit_delay_us == 0
+      || st.pending.appends.size() >= st.cfg.max_batch)
+    return false;
+  auto now = self->clock().now();
+  auto due = st.last_append_batch
+             + std::chrono::microseconds{st.cfg.group_commit_delay_us};
+  if (now >= due)
+    return false;
+  if (st.hold_flush_at <= now) {
+    st.hold_flush_at = due;
+    self->delayed_send(self, due - now, flush_atom_v);
+  }
+  return true;
+}
+
 /// Hands pending work to free connections: lifecycle and routing writes
 /// (claims, completions, work items, named statements) together with any
 /// appends that fit, on the ordered lane; appends alone on the others.
@@ -224,7 +247,7 @@ void dispatch(writer_ptr self) {
     if (has_ordered && (idx = ordered_connection(self)) >= 0)
       send_batch(self, idx, true);
     else if ((!st.pending.appends.empty() || has_work_appends(self))
-             && (idx = append_connection(self)) >= 0)
+             && (idx = append_connection(self)) >= 0 && !hold_appends(self))
       send_batch(self, idx, false);
     else
       return;
@@ -261,6 +284,8 @@ void send_batch(writer_ptr self, int idx, bool ordered) {
   st.busy[idx] = true;
   if (ordered)
     st.ordered_in_flight = true;
+  else
+    st.last_append_batch = self->clock().now();
   auto size = batch.size();
   auto appends = batch.appends.size();
   auto claims = batch.claims.size();

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include <caf/actor_clock.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 #include <caf/typed_response_promise.hpp>
@@ -75,6 +76,13 @@ struct inbox_writer_state {
   bool ordered_in_flight = false;
   /// A flush_atom is in the mailbox.
   bool flush_scheduled = false;
+  /// When the last batch of appends went out, and when the delayed
+  /// flush_atom that ends a group_commit_delay_us hold is due (in the past:
+  /// none is pending).
+  caf::actor_clock::time_point last_append_batch = caf::actor_clock::
+    time_point::min();
+  caf::actor_clock::time_point hold_flush_at = caf::actor_clock::time_point::
+    min();
   /// What status_atom reports.
   db_status status;
   database_config cfg;

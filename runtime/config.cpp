@@ -551,6 +551,7 @@ void read_database(parser& p, const toml::table& t, database_config& c) {
   s.integer("pool_size", c.pool_size, 1, 64);
   s.integer("writer_connections", c.writer_connections, 1, 16);
   s.integer("max_batch", c.max_batch, 1, 10000);
+  s.integer("group_commit_delay_us", c.group_commit_delay_us, 0, 100000);
   s.integer("connect_timeout_s", c.connect_timeout_s, 1, 300);
   s.integer("retention_months", c.retention_months, 1, 120);
   s.integer("partitions_ahead", c.partitions_ahead, 0, 24);
@@ -903,10 +904,11 @@ bool operator==(const node_config& x, const node_config& y) {
 
 bool operator==(const database_config& x, const database_config& y) {
   return std::tie(x.url, x.pool_size, x.writer_connections, x.max_batch,
-                  x.connect_timeout_s, x.retention_months, x.partitions_ahead)
+                  x.group_commit_delay_us, x.connect_timeout_s,
+                  x.retention_months, x.partitions_ahead)
          == std::tie(y.url, y.pool_size, y.writer_connections, y.max_batch,
-                     y.connect_timeout_s, y.retention_months,
-                     y.partitions_ahead);
+                     y.group_commit_delay_us, y.connect_timeout_s,
+                     y.retention_months, y.partitions_ahead);
 }
 
 bool operator==(const http_config& x, const http_config& y) {
@@ -1467,6 +1469,7 @@ std::string to_toml(const node_settings& s) {
       << "pool_size = " << d.pool_size << '\n'
       << "writer_connections = " << d.writer_connections << '\n'
       << "max_batch = " << d.max_batch << '\n'
+      << "group_commit_delay_us = " << d.group_commit_delay_us << '\n'
       << "connect_timeout_s = " << d.connect_timeout_s << '\n'
       << "retention_months = " << d.retention_months << '\n'
       << "partitions_ahead = " << d.partitions_ahead << '\n';

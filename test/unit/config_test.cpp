@@ -66,6 +66,7 @@ url = "postgresql://bob@db.example:5432/butlers?sslmode=require"
 pool_size = 8
 writer_connections = 2
 max_batch = 512
+group_commit_delay_us = 1000
 connect_timeout_s = 9
 retention_months = 6
 partitions_ahead = 3
@@ -219,6 +220,7 @@ TEST(config, empty_text_gives_defaults) {
   EXPECT_EQ(s.database.url, "");
   EXPECT_EQ(s.database.pool_size, 4u);
   EXPECT_EQ(s.database.max_batch, 256u);
+  EXPECT_EQ(s.database.group_commit_delay_us, 300u);
   EXPECT_EQ(s.http.bind, "127.0.0.1");
   EXPECT_EQ(s.http.port, 8470);
   EXPECT_EQ(s.http.max_body_bytes, 1048576u);
@@ -264,6 +266,7 @@ TEST(config, full_file_reads_every_key) {
   EXPECT_EQ(s.database.pool_size, 8u);
   EXPECT_EQ(s.database.writer_connections, 2u);
   EXPECT_EQ(s.database.max_batch, 512u);
+  EXPECT_EQ(s.database.group_commit_delay_us, 1000u);
   EXPECT_EQ(s.database.connect_timeout_s, 9u);
   EXPECT_EQ(s.database.retention_months, 6u);
   EXPECT_EQ(s.database.partitions_ahead, 3u);
@@ -393,18 +396,18 @@ TEST(config, full_file_reads_every_key) {
   EXPECT_TRUE(validate_settings(s).empty()) << dump(validate_settings(s));
   // Positions are recorded by dotted key.
   EXPECT_EQ(s.positions.at("node.name").line, 3);
-  EXPECT_EQ(s.positions.at("switchboard.max_in_progress").line, 42);
-  EXPECT_EQ(s.positions.at("butler[1].name").line, 50);
-  EXPECT_EQ(s.positions.at("butler[1].runtime.fail_rate").line, 64);
-  EXPECT_EQ(s.positions.at("butler[1].schedule[1]").line, 77);
-  EXPECT_EQ(s.positions.at("butler[1].schedule[1].every_s").line, 79);
-  EXPECT_EQ(s.positions.at("messenger.adapter[1].path").line, 96);
-  EXPECT_EQ(s.positions.at("router.kind").line, 127);
-  EXPECT_EQ(s.positions.at("router.rule[1]").line, 136);
-  EXPECT_EQ(s.positions.at("router.rule[1].deny").line, 137);
-  EXPECT_EQ(s.positions.at("policy[1]").line, 144);
-  EXPECT_EQ(s.positions.at("policy[1].tier").line, 145);
-  EXPECT_EQ(s.positions.at("cluster.tls.ca").line, 119);
+  EXPECT_EQ(s.positions.at("switchboard.max_in_progress").line, 43);
+  EXPECT_EQ(s.positions.at("butler[1].name").line, 51);
+  EXPECT_EQ(s.positions.at("butler[1].runtime.fail_rate").line, 65);
+  EXPECT_EQ(s.positions.at("butler[1].schedule[1]").line, 78);
+  EXPECT_EQ(s.positions.at("butler[1].schedule[1].every_s").line, 80);
+  EXPECT_EQ(s.positions.at("messenger.adapter[1].path").line, 97);
+  EXPECT_EQ(s.positions.at("router.kind").line, 128);
+  EXPECT_EQ(s.positions.at("router.rule[1]").line, 137);
+  EXPECT_EQ(s.positions.at("router.rule[1].deny").line, 138);
+  EXPECT_EQ(s.positions.at("policy[1]").line, 145);
+  EXPECT_EQ(s.positions.at("policy[1].tier").line, 146);
+  EXPECT_EQ(s.positions.at("cluster.tls.ca").line, 120);
 }
 
 TEST(config, to_toml_parses_back_to_equal_settings) {

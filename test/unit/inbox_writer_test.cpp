@@ -87,10 +87,12 @@ struct InboxWriter : test::deterministic_fixture {
   inbox_writer_actor writer;
   inbox_connection_actor connection;
 
-  void start(uint32_t max_batch = 256, uint32_t n = 1) {
+  /// `delay_us`: group_commit_delay_us; 0 leaves the mailbox rule alone.
+  void start(uint32_t max_batch = 256, uint32_t n = 1, uint32_t delay_us = 0) {
     database_config db;
     db.max_batch = max_batch;
     db.writer_connections = n;
+    db.group_commit_delay_us = delay_us;
     scripts.assign(1, script);
     for (uint32_t i = 1; i < n; ++i)
       scripts.push_back(std::make_shared<connection_script>());
@@ -186,6 +188,76 @@ TEST_F(InboxWriter, GroupsWhatArrivesWhileTheConnectionIsBusy) {
   EXPECT_EQ(ctx->metrics.get_counter("butlers_inbox_writer_commits_total", "")
               .value(),
             2u);
+}
+
+TEST_F(InboxWriter, WithADelayABatchWaitsUntilThatLongAfterThePreviousOne) {
+  start(256, 1, 300);
+  append(0);
+  sched.run();
+  // Nothing went out before: the first goes at once.
+  ASSERT_EQ(script->batch_sizes, std::vector<size_t>{1});
+  self->send(connection, connect_atom_v);
+  sched.run();
+  EXPECT_EQ(replies().size(), 1u);
+  // The connection is free and the mailbox empty, but the previous batch
+  // went out less than 300 us ago: these wait for more.
+  for (int i = 1; i < 4; ++i)
+    append(i);
+  sched.run();
+  EXPECT_EQ(script->batch_sizes.size(), 1u);
+  sched.advance_time(std::chrono::microseconds{200});
+  sched.run();
+  append(4);
+  sched.run();
+  EXPECT_EQ(script->batch_sizes.size(), 1u) << "200 of 300 us have passed";
+  sched.advance_time(std::chrono::microseconds{100});
+  sched.run();
+  ASSERT_EQ(script->batch_sizes, (std::vector<size_t>{1, 4}));
+  self->send(connection, connect_atom_v);
+  sched.run();
+  EXPECT_EQ(replies().size(), 4u);
+  // Long after the previous batch, the next goes at once again.
+  sched.advance_time(std::chrono::milliseconds{5});
+  sched.run();
+  append(5);
+  sched.run();
+  EXPECT_EQ(script->batch_sizes, (std::vector<size_t>{1, 4, 1}));
+}
+
+TEST_F(InboxWriter, WithADelayAFullBatchGoesAtOnce) {
+  start(4, 1, 300);
+  append(0);
+  sched.run();
+  self->send(connection, connect_atom_v);
+  sched.run();
+  for (int i = 1; i < 6; ++i)
+    append(i);
+  sched.run();
+  // Four fill a batch: no reason to wait. The fifth waits for the delay.
+  ASSERT_EQ(script->batch_sizes, (std::vector<size_t>{1, 4}));
+  self->send(connection, connect_atom_v);
+  sched.run();
+  EXPECT_EQ(script->batch_sizes.size(), 2u);
+  sched.advance_time(std::chrono::microseconds{300});
+  sched.run();
+  EXPECT_EQ(script->batch_sizes, (std::vector<size_t>{1, 4, 1}));
+}
+
+TEST_F(InboxWriter, TheDelayHoldsAppendsOnlyNotRoutingWrites) {
+  start(256, 2, 300);
+  append(0);
+  sched.run();
+  self->send(connections[1], connect_atom_v);
+  sched.run();
+  append(1);
+  claim(7);
+  sched.run();
+  // The claim goes out on its lane at once; the append waits.
+  EXPECT_EQ(script->batch_sizes, std::vector<size_t>{1});
+  EXPECT_EQ(scripts[1]->batch_sizes, std::vector<size_t>{1});
+  sched.advance_time(std::chrono::microseconds{300});
+  sched.run();
+  EXPECT_EQ(scripts[1]->batch_sizes, (std::vector<size_t>{1, 1}));
 }
 
 TEST_F(InboxWriter, BatchesNeverExceedMaxBatch) {
