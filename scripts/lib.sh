@@ -24,11 +24,18 @@ build() {
   fi
 }
 
-# free_port: prints a TCP port on 127.0.0.1 that nothing listens on.
+# free_port: prints a TCP port on 127.0.0.1 that nothing listens on, below
+# the kernel's ephemeral range: a port in that range can be the local end of
+# an outgoing connection at any moment, and then a server cannot bind it
+# ("Address already in use") although nothing listens there.
 free_port() {
-  local port
+  local port lo=32768 span
+  read -r lo _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
+  span=$((lo - 20000))
+  # A range that starts below 21000: above the default one's end instead.
+  [ "$span" -ge 1000 ] || { lo=65536; span=$((65536 - 61000)); }
   for _ in $(seq 1 100); do
-    port=$((20000 + RANDOM % 20000))
+    port=$((lo - span + RANDOM % span))
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
       echo "$port"
       return 0
