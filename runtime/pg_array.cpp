@@ -75,7 +75,8 @@ pg_array& pg_array::add(std::string_view value) {
       int hi = hex_value(value[i]);
       int lo = hex_value(value[i + 1]);
       ok = hi >= 0 && lo >= 0;
-      raw[n++] = static_cast<unsigned char>(hi << 4 | lo);
+      if (ok)
+        raw[n++] = static_cast<unsigned char>(hi << 4 | lo);
       i += 2;
     }
     if (!ok)
