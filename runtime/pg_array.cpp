@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "runtime/uuid.hpp"
+
 namespace butlers {
 
 namespace {
@@ -16,16 +18,6 @@ void store32(char* at, uint32_t v) {
   at[1] = static_cast<char>(v >> 16);
   at[2] = static_cast<char>(v >> 8);
   at[3] = static_cast<char>(v);
-}
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
 }
 
 const char* element_name(pg_array::element type) {
@@ -62,28 +54,13 @@ pg_array& pg_array::add(std::string_view value) {
     put32(static_cast<uint32_t>(value.size()));
     bytes_.append(value.data(), value.size());
   } else if (type_ == element::uuid) {
-    // 8-4-4-4-12 hex digits: the form PostgreSQL prints and
-    // make_uuid_v7 writes. No pair of digits straddles a hyphen.
-    unsigned char raw[16];
-    size_t n = 0;
-    bool ok = value.size() == 36;
-    for (size_t i = 0; ok && i < value.size();) {
-      if (i == 8 || i == 13 || i == 18 || i == 23) {
-        ok = value[i++] == '-';
-        continue;
-      }
-      int hi = hex_value(value[i]);
-      int lo = hex_value(value[i + 1]);
-      ok = hi >= 0 && lo >= 0;
-      if (ok)
-        raw[n++] = static_cast<unsigned char>(hi << 4 | lo);
-      i += 2;
-    }
-    if (!ok)
+    // The canonical form, as PostgreSQL prints it and make_uuid_v7 writes.
+    auto id = uuid::parse(value);
+    if (!id)
       throw std::invalid_argument("pg_array: not a UUID: '"
                                   + std::string{value.substr(0, 64)} + "'");
     put32(16);
-    bytes_.append(reinterpret_cast<const char*>(raw), 16);
+    bytes_.append(reinterpret_cast<const char*>(id->bytes.data()), 16);
   } else {
     throw std::logic_error(std::string{"pg_array: a string added to an "}
                            + element_name(type_) + " array");
