@@ -1,5 +1,7 @@
 #include "actors/http_server.hpp"
 
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <cctype>
 #include <condition_variable>
@@ -26,12 +28,53 @@ namespace butlers {
 
 namespace {
 
-/// restinio's thread-safe defaults plus a cap on open connections
-/// (`http.max_connections`): beyond it, accepting waits.
+/// The executor of one HTTP thread's io_context, under a type of its own.
+/// Every HTTP thread runs its own io_context with its own listening socket
+/// (see `impl::start`), so a connection is only ever touched by that thread
+/// and restinio needs no strand: this type stands where restinio's traits
+/// put the strand. It is a distinct type, not restinio's `noop_strand_t`,
+/// so that the connection count limiter below keeps its mutex: a request
+/// handle held by a CAF actor can drop the last reference to a connection
+/// on a CAF thread. Answers from other threads reach a connection through
+/// `asio::dispatch` on this executor, which posts them to its thread.
+class shard_executor : public asio::any_io_executor {
+ public:
+  shard_executor(const asio::any_io_executor& x) // NOLINT: as restinio's
+    : asio::any_io_executor(x) {
+    // nop
+  }
+
+  shard_executor(const asio::io_context::executor_type& x) // NOLINT: ditto
+    : asio::any_io_executor(x) {
+    // nop
+  }
+};
+
+/// One io_context per thread, no strands, and a cap on open connections
+/// (`http.max_connections`, per thread): beyond it, accepting waits.
 struct traits : restinio::default_traits_t {
+  using strand_t = shard_executor;
   static constexpr bool use_connection_count_limiter = true;
 };
 using request_handle = restinio::request_handle_t;
+
+} // namespace
+} // namespace butlers
+
+/// The limiter of `traits` counts under a mutex (see `shard_executor`).
+template<>
+class restinio::connection_count_limits::connection_count_limiter_t<
+  butlers::shard_executor>
+  : public restinio::connection_count_limits::impl::actual_limiter_t<
+      std::mutex> {
+  using base_t = impl::actual_limiter_t<std::mutex>;
+
+ public:
+  using base_t::base_t;
+};
+
+namespace butlers {
+namespace {
 
 constexpr const char* json_type = "application/json";
 
@@ -116,13 +159,36 @@ restinio::http_status_line_t status_line(int status) {
 } // namespace
 
 struct http_server::impl : std::enable_shared_from_this<impl> {
+  // -- HTTP threads (see "HTTP threads" below) --------------------------------
+
+  struct pending_ingest {
+    request_handle req;
+    std::chrono::steady_clock::time_point started;
+  };
+
+  struct shard {
+    /// One thread runs it; other threads post to it.
+    asio::io_context ioctx{1};
+    std::unique_ptr<restinio::http_server_t<traits>> server;
+    std::thread thread;
+    caf::actor bridge;
+    /// butlers_http_thread_requests_total{thread="i"}.
+    counter* requests = nullptr;
+
+    std::mutex mtx;
+    uint64_t next_token = 0;
+    std::unordered_map<uint64_t, pending_ingest> pending;
+    std::deque<std::pair<std::chrono::steady_clock::time_point, uint64_t>>
+      deadlines;
+    std::vector<inbox_record> batch;
+    std::vector<uint64_t> batch_tokens;
+    bool flush_posted = false;
+  };
+
   caf::actor_system& sys;
   node_settings settings;
   node_context_ptr ctx;
   supervisor_actor sup;
-  asio::io_context ioctx;
-  std::unique_ptr<restinio::http_server_t<traits>> server;
-  std::vector<std::thread> threads;
   uint16_t port = 0;
   std::string expected_auth;
 
@@ -205,8 +271,9 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
     return diff == 0;
   }
 
-  restinio::request_handling_status_t handle(request_handle req) {
+  restinio::request_handling_status_t handle(shard& sh, request_handle req) {
     requests_total.inc();
+    sh.requests->inc();
     auto path = req->header().path();
     auto method = req->header().method();
     bool is_get = method == restinio::http_method_get();
@@ -228,7 +295,7 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
       if (method != restinio::http_method_post())
         respond_error(req, butlers_errc::not_found, "use POST for /v1/ingest");
       else
-        ingest(req);
+        ingest(sh, req);
       return restinio::request_accepted();
     }
     if (path.substr(0, 13) == "/v1/requests/") {
@@ -271,7 +338,7 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
   /// POST /v1/ingest: validate here, on the HTTP thread, then hand the
   /// record to the switchboard through the ingest bridge actor, whose reply
   /// completes the response; no thread waits for the commit.
-  void ingest(const request_handle& req) {
+  void ingest(shard& sh, const request_handle& req) {
     auto started = std::chrono::steady_clock::now();
     if (ctx->status.draining) {
       respond_error(req, butlers_errc::draining, "the node is shutting down");
@@ -320,87 +387,84 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
       return;
     }
     enter();
-    if (track_ingest(req, started, std::move(*parsed.record)))
-      asio::post(ioctx, [self_ptr = shared_from_this()] {
-        self_ptr->flush_ingests();
+    if (track_ingest(sh, req, started, std::move(*parsed.record)))
+      asio::post(sh.ioctx, [self_ptr = shared_from_this(), &sh] {
+        flush_ingests(sh);
       });
   }
 
-  // -- ingest requests awaiting their commit ----------------------------------
+  // -- HTTP threads
+  // -------------------------------------------------------------
   //
-  // One long-lived bridge actor carries every ingest to the switchboard and
-  // back, instead of an actor spawned per request, and no request to the
-  // switchboard carries a CAF timeout: each one would wake CAF's clock
-  // thread twice. The deadline (`http.request_timeout_ms`, then 504) is
-  // kept here instead: requests are tracked in arrival order, so the
+  // Each HTTP thread is a shard: its own io_context, its own restinio server
+  // on its own listening socket of the shared port (SO_REUSEPORT: the kernel
+  // spreads new connections over the sockets), and its own ingest bridge. A
+  // connection stays on the thread that accepted it, so nothing in restinio
+  // needs a strand, and the answers of an ingest batch go back to the one
+  // thread that owns every connection in it, in one post.
+  //
+  // One long-lived bridge actor per shard carries its ingests to the
+  // switchboard and back, instead of an actor spawned per request, and no
+  // request to the switchboard carries a CAF timeout: each one would wake
+  // CAF's clock thread twice. The deadline (`http.request_timeout_ms`, then
+  // 504) is kept here instead: requests are tracked in arrival order, so the
   // bridge's periodic sweep only looks at the front of a queue. Whichever
   // comes first, the commit's answer or the deadline, takes the request out
-  // of `ingest_pending` and answers it; the other finds it gone.
+  // of `pending` and answers it; the other finds it gone.
 
-  struct pending_ingest {
-    request_handle req;
-    std::chrono::steady_clock::time_point started;
-  };
+  std::vector<std::unique_ptr<shard>> shards;
 
-  std::mutex ingest_mtx;
-  uint64_t ingest_next_token = 0;
-  std::unordered_map<uint64_t, pending_ingest> ingest_pending;
-  std::deque<std::pair<std::chrono::steady_clock::time_point, uint64_t>>
-    ingest_deadlines;
-  std::vector<inbox_record> ingest_batch;
-  std::vector<uint64_t> ingest_batch_tokens;
-  bool ingest_flush_posted = false;
-  caf::actor ingest_bridge;
-
-  /// Tracks the request and adds its record to the next batch for the
-  /// bridge. Returns true when the caller must post a flush: the first
-  /// record of a batch does, and the flush runs on this io_context after
-  /// the handlers already due, so one batch carries every request parsed in
-  /// the same round of socket events (one wake-up of a CAF worker for all).
-  bool track_ingest(const request_handle& req,
+  /// Tracks the request and adds its record to the shard's next batch for
+  /// its bridge. Returns true when the caller must post a flush: the first
+  /// record of a batch does, and the flush runs on the shard's io_context
+  /// after the handlers already due, so one batch carries every request
+  /// parsed in the same round of socket events (one wake-up of a CAF worker
+  /// for all).
+  bool track_ingest(shard& sh, const request_handle& req,
                     std::chrono::steady_clock::time_point started,
                     inbox_record rec) {
     auto deadline = started
                     + std::chrono::milliseconds{
                       settings.http.request_timeout_ms};
-    std::lock_guard<std::mutex> guard{ingest_mtx};
-    auto token = ++ingest_next_token;
-    ingest_pending.emplace(token, pending_ingest{req, started});
-    ingest_deadlines.emplace_back(deadline, token);
-    ingest_batch.push_back(std::move(rec));
-    ingest_batch_tokens.push_back(token);
-    if (ingest_flush_posted)
+    std::lock_guard<std::mutex> guard{sh.mtx};
+    auto token = ++sh.next_token;
+    sh.pending.emplace(token, pending_ingest{req, started});
+    sh.deadlines.emplace_back(deadline, token);
+    sh.batch.push_back(std::move(rec));
+    sh.batch_tokens.push_back(token);
+    if (sh.flush_posted)
       return false;
-    ingest_flush_posted = true;
+    sh.flush_posted = true;
     return true;
   }
 
-  void flush_ingests() {
+  static void flush_ingests(shard& sh) {
     std::vector<inbox_record> batch;
     std::vector<uint64_t> tokens;
     {
-      std::lock_guard<std::mutex> guard{ingest_mtx};
-      batch.swap(ingest_batch);
-      tokens.swap(ingest_batch_tokens);
-      ingest_flush_posted = false;
+      std::lock_guard<std::mutex> guard{sh.mtx};
+      batch.swap(sh.batch);
+      tokens.swap(sh.batch_tokens);
+      sh.flush_posted = false;
     }
     if (!batch.empty())
-      caf::anon_send(ingest_bridge, ingest_atom_v, std::move(batch),
+      caf::anon_send(sh.bridge, ingest_atom_v, std::move(batch),
                      std::move(tokens));
   }
 
-  std::optional<pending_ingest> untrack_ingest(uint64_t token) {
-    std::lock_guard<std::mutex> guard{ingest_mtx};
-    auto i = ingest_pending.find(token);
-    if (i == ingest_pending.end())
+  static std::optional<pending_ingest> untrack_ingest(shard& sh,
+                                                      uint64_t token) {
+    std::lock_guard<std::mutex> guard{sh.mtx};
+    auto i = sh.pending.find(token);
+    if (i == sh.pending.end())
       return std::nullopt;
     auto result = std::move(i->second);
-    ingest_pending.erase(i);
+    sh.pending.erase(i);
     return result;
   }
 
-  void ingest_committed(uint64_t token, const append_result& res) {
-    auto p = untrack_ingest(token);
+  void ingest_committed(shard& sh, uint64_t token, const append_result& res) {
+    auto p = untrack_ingest(sh, token);
     if (!p)
       return; // Answered 504 already; a retry finds the late commit.
     std::string reply = R"({"request_id":)" + json::quote(res.request_id)
@@ -413,8 +477,9 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
             leave_when_written());
   }
 
-  void ingest_failed(uint64_t token, butlers_errc code, std::string msg) {
-    auto p = untrack_ingest(token);
+  void ingest_failed(shard& sh, uint64_t token, butlers_errc code,
+                     std::string msg) {
+    auto p = untrack_ingest(sh, token);
     if (!p)
       return;
     if (msg.empty())
@@ -423,20 +488,19 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
     respond_error(p->req, code, msg, "[]", leave_when_written());
   }
 
-  /// Answers 504 for every tracked request past its deadline.
-  void expire_ingests() {
+  /// Answers 504 for every tracked request of the shard past its deadline.
+  void expire_ingests(shard& sh) {
     auto now = std::chrono::steady_clock::now();
     std::vector<uint64_t> due;
     {
-      std::lock_guard<std::mutex> guard{ingest_mtx};
-      while (!ingest_deadlines.empty()
-             && ingest_deadlines.front().first <= now) {
-        due.push_back(ingest_deadlines.front().second);
-        ingest_deadlines.pop_front();
+      std::lock_guard<std::mutex> guard{sh.mtx};
+      while (!sh.deadlines.empty() && sh.deadlines.front().first <= now) {
+        due.push_back(sh.deadlines.front().second);
+        sh.deadlines.pop_front();
       }
     }
     for (auto token : due)
-      ingest_failed(token, butlers_errc::timeout,
+      ingest_failed(sh, token, butlers_errc::timeout,
                     "no answer within http.request_timeout_ms; the request "
                     "may or may not be stored, retry with the same key");
   }
@@ -449,16 +513,18 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
     return std::chrono::milliseconds{ms};
   }
 
+  /// `sh` lives as long as `srv`, which owns it.
   static caf::behavior ingest_bridge_actor(caf::event_based_actor* self,
-                                           std::shared_ptr<impl> srv) {
+                                           std::shared_ptr<impl> srv,
+                                           shard* sh) {
     self->delayed_send(self, srv->ingest_sweep_interval(), caf::tick_atom_v);
     return {
-      [self, srv](ingest_atom, std::vector<inbox_record>& batch,
-                  std::vector<uint64_t>& tokens) {
+      [self, srv, sh](ingest_atom, std::vector<inbox_record>& batch,
+                      std::vector<uint64_t>& tokens) {
         auto sb = caf::actor_cast<switchboard_actor>(srv->ctx->switchboard());
         if (!sb) {
           for (auto token : tokens)
-            srv->ingest_failed(token, butlers_errc::database_unavailable,
+            srv->ingest_failed(*sh, token, butlers_errc::database_unavailable,
                                "the switchboard is restarting");
           return;
         }
@@ -466,32 +532,33 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
         // sweep answers 504 (see above).
         self->request(sb, caf::infinite, ingest_atom_v, std::move(batch))
           .then(
-            [srv, tokens](std::vector<append_result>& res) mutable {
-              // Answered on the io_context in one go: one wake-up of the
-              // HTTP thread for the batch, not one per response.
-              asio::post(srv->ioctx, [srv, tokens = std::move(tokens),
-                                      res = std::move(res)] {
+            [srv, sh, tokens](std::vector<append_result>& res) mutable {
+              // Answered on the shard's io_context in one go: one wake-up
+              // of its thread for the batch, not one per response.
+              asio::post(sh->ioctx, [srv, sh, tokens = std::move(tokens),
+                                     res = std::move(res)] {
                 for (size_t i = 0; i < tokens.size(); ++i) {
                   if (i >= res.size())
-                    srv->ingest_failed(tokens[i], butlers_errc::internal_error,
+                    srv->ingest_failed(*sh, tokens[i],
+                                       butlers_errc::internal_error,
                                        "no result for this record");
                   else if (res[i].error_code == 0)
-                    srv->ingest_committed(tokens[i], res[i]);
+                    srv->ingest_committed(*sh, tokens[i], res[i]);
                   else
-                    srv->ingest_failed(tokens[i],
+                    srv->ingest_failed(*sh, tokens[i],
                                        static_cast<butlers_errc>(
                                          res[i].error_code),
                                        res[i].error_message);
                 }
               });
             },
-            [srv, tokens](const caf::error& err) {
+            [srv, sh, tokens](const caf::error& err) {
               for (auto token : tokens)
-                srv->ingest_failed(token, code_of(err), message_of(err));
+                srv->ingest_failed(*sh, token, code_of(err), message_of(err));
             });
       },
-      [self, srv](caf::tick_atom) {
-        srv->expire_ingests();
+      [self, srv, sh](caf::tick_atom) {
+        srv->expire_ingests(*sh);
         self->delayed_send(self, srv->ingest_sweep_interval(),
                            caf::tick_atom_v);
       },
@@ -1094,35 +1161,71 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
 
   uint16_t start() {
     auto& http = settings.http;
-    ingest_bridge = sys.spawn(ingest_bridge_actor, shared_from_this());
+    auto n = std::max<uint32_t>(1, http.threads);
+    // Each HTTP thread takes its share of http.max_connections, rounded up.
+    auto per_shard = std::max<std::size_t>(1,
+                                           (http.max_connections + n - 1) / n);
     // Bodies up to twice the limit are read and answered 413 by us; larger
     // ones make restinio drop the connection before buffering them.
     auto body_cap = http.max_body_bytes * 2 + 65536;
-    server = std::make_unique<restinio::http_server_t<
-      traits>>(restinio::external_io_context(ioctx),
-               restinio::server_settings_t<traits>{}
-                 .address(http.bind)
-                 .port(http.port)
-                 .max_parallel_connections(http.max_connections)
-                 .request_handler([this](auto req) {
-                   return handle(std::move(req));
-                 })
-                 .read_next_http_message_timelimit(std::chrono::seconds{60})
-                 .handle_request_timeout(
-                   std::chrono::milliseconds{http.request_timeout_ms + 1000})
-                 .incoming_http_msg_limits(
-                   restinio::incoming_http_msg_limits_t{}.max_body_size(
-                     body_cap))
-                 .acceptor_post_bind_hook([this](asio::ip::tcp::acceptor& acc) {
-                   port = acc.local_endpoint().port();
-                 }));
-    auto work = std::make_shared<
-      asio::executor_work_guard<asio::io_context::executor_type>>(
-      ioctx.get_executor());
-    for (uint32_t i = 0; i < http.threads; ++i)
-      threads.emplace_back([this, work] {
-        ioctx.run();
-      });
+    try {
+      // With SO_REUSEPORT, binding would also succeed on a port that
+      // another process of the same user listens on with that option (a
+      // second node on the same port), and the two would silently share
+      // its connections. So bind the port alone first, which fails if
+      // anything listens on it, and keep the port the kernel picked when
+      // http.port is 0.
+      port = n > 1 ? reserve_port(http.bind, http.port) : http.port;
+      for (uint32_t i = 0; i < n; ++i) {
+        auto sh = std::make_unique<shard>();
+        auto* raw = sh.get();
+        sh->requests
+          = &ctx->metrics.get_counter("butlers_http_thread_requests_total",
+                                      "HTTP requests handled, by server thread",
+                                      "thread=\"" + std::to_string(i) + "\"");
+        sh->bridge = sys.spawn(ingest_bridge_actor, shared_from_this(), raw);
+        sh->server = std::make_unique<restinio::http_server_t<
+          traits>>(restinio::external_io_context(sh->ioctx),
+                   restinio::server_settings_t<traits>{}
+                     .address(http.bind)
+                     .port(port)
+                     .max_parallel_connections(per_shard)
+                     .request_handler([this, raw](auto req) {
+                       return handle(*raw, std::move(req));
+                     })
+                     .read_next_http_message_timelimit(std::chrono::seconds{60})
+                     .handle_request_timeout(std::chrono::milliseconds{
+                       http.request_timeout_ms + 1000})
+                     .incoming_http_msg_limits(
+                       restinio::incoming_http_msg_limits_t{}.max_body_size(
+                         body_cap))
+                     .acceptor_options_setter(
+                       [n](restinio::acceptor_options_t& opts) {
+                         opts.set_option(
+                           asio::ip::tcp::acceptor::reuse_address(true));
+                         if (n > 1)
+                           opts.set_option(asio::detail::socket_option::boolean<
+                                           SOL_SOCKET, SO_REUSEPORT>(true));
+                       })
+                     .acceptor_post_bind_hook(
+                       [this](asio::ip::tcp::acceptor& acc) {
+                         port = acc.local_endpoint().port();
+                       }));
+        auto work = std::make_shared<
+          asio::executor_work_guard<asio::io_context::executor_type>>(
+          raw->ioctx.get_executor());
+        sh->thread = std::thread{[raw, work] {
+          raw->ioctx.run();
+        }};
+        shards.push_back(std::move(sh));
+      }
+      for (auto& sh : shards)
+        sh->server->open_sync();
+    } catch (const std::exception& e) {
+      stop();
+      throw std::runtime_error("cannot listen on " + http.bind + ":"
+                               + std::to_string(http.port) + ": " + e.what());
+    }
     if (ctx->events) {
       heartbeat = std::thread{[this] {
         // Below the request timeout, which would close an idle stream.
@@ -1139,14 +1242,22 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
         }
       }};
     }
-    try {
-      server->open_sync();
-    } catch (const std::exception& e) {
-      stop();
-      throw std::runtime_error("cannot listen on " + http.bind + ":"
-                               + std::to_string(http.port) + ": " + e.what());
-    }
     return port;
+  }
+
+  /// Binds `port` (0: any) on `bind` without SO_REUSEPORT, which fails when
+  /// anything listens there, and returns the bound port, released again.
+  static uint16_t reserve_port(const std::string& bind, uint16_t port) {
+    auto host = bind == "localhost"       ? std::string{"127.0.0.1"}
+                : bind == "ip6-localhost" ? std::string{"::1"}
+                                          : bind;
+    asio::io_context io;
+    asio::ip::tcp::endpoint ep{asio::ip::make_address(host), port};
+    asio::ip::tcp::acceptor probe{io};
+    probe.open(ep.protocol());
+    probe.set_option(asio::ip::tcp::acceptor::reuse_address(true));
+    probe.bind(ep);
+    return probe.local_endpoint().port();
   }
 
   bool wait_idle(std::chrono::milliseconds timeout) {
@@ -1166,23 +1277,26 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
       heartbeat.join();
     if (ctx->events)
       ctx->events->close_all();
-    if (server) {
-      try {
-        server->close_sync();
-      } catch (const std::exception& e) {
-        spdlog::warn("closing the HTTP server: {}", e.what());
+    for (auto& sh : shards) {
+      if (sh->server) {
+        try {
+          sh->server->close_sync();
+        } catch (const std::exception& e) {
+          spdlog::warn("closing the HTTP server: {}", e.what());
+        }
       }
     }
-    ioctx.stop();
-    for (auto& t : threads)
-      if (t.joinable())
-        t.join();
-    threads.clear();
-    server.reset();
-    if (ingest_bridge) {
-      caf::anon_send_exit(ingest_bridge, caf::exit_reason::user_shutdown);
-      ingest_bridge = nullptr;
+    for (auto& sh : shards) {
+      sh->ioctx.stop();
+      if (sh->thread.joinable())
+        sh->thread.join();
+      sh->server.reset();
+      if (sh->bridge) {
+        caf::anon_send_exit(sh->bridge, caf::exit_reason::user_shutdown);
+        sh->bridge = nullptr;
+      }
     }
+    // The shards stay until the impl goes: a bridge may still post to one.
   }
 };
 

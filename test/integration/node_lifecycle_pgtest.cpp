@@ -178,6 +178,51 @@ TEST(NodeLifecycle, PortInUseFailsWithExitCode1) {
     << exit->err;
 }
 
+TEST(NodeLifecycle, EveryHttpThreadListensOnTheOnePort) {
+  // Each HTTP thread has its own listening socket of the same port; the
+  // kernel spreads connections over them. 64 connections (the test client
+  // opens one per request) landing on one of four threads only would take
+  // odds of 4^-63.
+  node_process node{"[node]\nname = \"lifecycle-test\"\n"
+                    "drain_deadline_s = 5\n"
+                    "[http]\nport = 0\nthreads = 4\n"
+                    "[scheduler]\nthreads = 2\n",
+                    {{"BUTLERS_DATABASE_URL", ""}}};
+  auto port = node.wait_listening();
+  ASSERT_TRUE(port) << node.log();
+  http_client http{"127.0.0.1", *port};
+  for (int i = 0; i < 64; ++i)
+    ASSERT_EQ(http.get("/healthz").status, 200) << i;
+  auto metrics = http.get("/metrics");
+  ASSERT_EQ(metrics.status, 200);
+  uint64_t total = 0;
+  int threads_used = 0;
+  for (int t = 0; t < 4; ++t) {
+    auto key = "butlers_http_thread_requests_total{thread=\""
+               + std::to_string(t) + "\"} ";
+    auto at = metrics.body.find(key);
+    ASSERT_NE(at, std::string::npos) << key << "\n" << metrics.body;
+    auto n = std::stoull(metrics.body.substr(at + key.size()));
+    total += n;
+    threads_used += n > 0 ? 1 : 0;
+  }
+  EXPECT_GE(total, 64u);
+  EXPECT_GE(threads_used, 2);
+  // A second node on that port is refused, although the first one's
+  // sockets allow port sharing among themselves.
+  node_process second{node_toml(),
+                      {{"BUTLERS_DATABASE_URL", ""},
+                       {"BUTLERS_HTTP_PORT", std::to_string(*port)}}};
+  auto exit = second.wait_exit(10s);
+  ASSERT_TRUE(exit) << second.log();
+  EXPECT_EQ(exit->exit_code, 1);
+  EXPECT_NE(exit->err.find("cannot listen on 127.0.0.1:"
+                           + std::to_string(*port)),
+            std::string::npos)
+    << exit->err;
+  EXPECT_EQ(http.get("/healthz").status, 200);
+}
+
 // -- command line
 // --------------------------------------------------------------
 
