@@ -42,9 +42,9 @@ struct database_config {
   uint32_t max_batch = 256;
   /// Microseconds a group commit of new requests waits, after the previous
   /// one went out, for more to join it (a full batch never waits; 0: each
-  /// goes out as soon as the writer's mailbox is empty). Default 300, range
+  /// goes out as soon as the writer's mailbox is empty). Default 1000, range
   /// 0..100000.
-  uint32_t group_commit_delay_us = 300;
+  uint32_t group_commit_delay_us = 1000;
   /// Seconds to wait for a connection. Default 5, range 1..300.
   uint32_t connect_timeout_s = 5;
   /// Months of inbox partitions kept before dropping. Default 1, range 1..120.

@@ -66,7 +66,7 @@ url = "postgresql://bob@db.example:5432/butlers?sslmode=require"
 pool_size = 8
 writer_connections = 2
 max_batch = 512
-group_commit_delay_us = 1000
+group_commit_delay_us = 2500
 connect_timeout_s = 9
 retention_months = 6
 partitions_ahead = 3
@@ -220,7 +220,7 @@ TEST(config, empty_text_gives_defaults) {
   EXPECT_EQ(s.database.url, "");
   EXPECT_EQ(s.database.pool_size, 4u);
   EXPECT_EQ(s.database.max_batch, 256u);
-  EXPECT_EQ(s.database.group_commit_delay_us, 300u);
+  EXPECT_EQ(s.database.group_commit_delay_us, 1000u);
   EXPECT_EQ(s.http.bind, "127.0.0.1");
   EXPECT_EQ(s.http.port, 8470);
   EXPECT_EQ(s.http.max_body_bytes, 1048576u);
@@ -266,7 +266,7 @@ TEST(config, full_file_reads_every_key) {
   EXPECT_EQ(s.database.pool_size, 8u);
   EXPECT_EQ(s.database.writer_connections, 2u);
   EXPECT_EQ(s.database.max_batch, 512u);
-  EXPECT_EQ(s.database.group_commit_delay_us, 1000u);
+  EXPECT_EQ(s.database.group_commit_delay_us, 2500u);
   EXPECT_EQ(s.database.connect_timeout_s, 9u);
   EXPECT_EQ(s.database.retention_months, 6u);
   EXPECT_EQ(s.database.partitions_ahead, 3u);
