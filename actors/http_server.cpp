@@ -393,8 +393,7 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
       });
   }
 
-  // -- HTTP threads
-  // -------------------------------------------------------------
+  // -- HTTP threads -----------------------------------------------------------
   //
   // Each HTTP thread is a shard: its own io_context, its own restinio server
   // on its own listening socket of the shared port (SO_REUSEPORT: the kernel

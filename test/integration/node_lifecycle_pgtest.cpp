@@ -162,20 +162,26 @@ TEST(NodeLifecycle, BearerTokenGuardsEverythingButProbes) {
   EXPECT_EQ(http.get("/metrics").status, 200);
 }
 
-TEST(NodeLifecycle, PortInUseFailsWithExitCode1) {
-  node_process first{node_toml(), {{"BUTLERS_DATABASE_URL", ""}}};
-  auto port = first.wait_listening();
-  ASSERT_TRUE(port);
+/// Starts a second node (default configuration) on `port`, which another
+/// node listens on, and expects it to exit 1 saying it cannot listen.
+void expect_port_refused(uint16_t port) {
   node_process second{node_toml(),
                       {{"BUTLERS_DATABASE_URL", ""},
-                       {"BUTLERS_HTTP_PORT", std::to_string(*port)}}};
+                       {"BUTLERS_HTTP_PORT", std::to_string(port)}}};
   auto exit = second.wait_exit(10s);
   ASSERT_TRUE(exit) << second.log();
   EXPECT_EQ(exit->exit_code, 1);
   EXPECT_NE(exit->err.find("cannot listen on 127.0.0.1:"
-                           + std::to_string(*port)),
+                           + std::to_string(port)),
             std::string::npos)
     << exit->err;
+}
+
+TEST(NodeLifecycle, PortInUseFailsWithExitCode1) {
+  node_process first{node_toml(), {{"BUTLERS_DATABASE_URL", ""}}};
+  auto port = first.wait_listening();
+  ASSERT_TRUE(port);
+  expect_port_refused(*port);
 }
 
 TEST(NodeLifecycle, EveryHttpThreadListensOnTheOnePort) {
@@ -210,16 +216,7 @@ TEST(NodeLifecycle, EveryHttpThreadListensOnTheOnePort) {
   EXPECT_GE(threads_used, 2);
   // A second node on that port is refused, although the first one's
   // sockets allow port sharing among themselves.
-  node_process second{node_toml(),
-                      {{"BUTLERS_DATABASE_URL", ""},
-                       {"BUTLERS_HTTP_PORT", std::to_string(*port)}}};
-  auto exit = second.wait_exit(10s);
-  ASSERT_TRUE(exit) << second.log();
-  EXPECT_EQ(exit->exit_code, 1);
-  EXPECT_NE(exit->err.find("cannot listen on 127.0.0.1:"
-                           + std::to_string(*port)),
-            std::string::npos)
-    << exit->err;
+  expect_port_refused(*port);
   EXPECT_EQ(http.get("/healthz").status, 200);
 }
 
