@@ -5,10 +5,11 @@
 #   test/bench/run_ingest_bench.sh [--duration S] [--warmup S]
 #                                  [--connections N] [--policy P]
 #                                  [--scheduler-threads N] [--http-threads N]
-#                                  [--writer-connections N] [--build-dir DIR]
+#                                  [--writer-connections N] [--rounds N]
+#                                  [--build-dir DIR]
 #
 #   setup -> build butlers-node and butlers_ingest_load -> PostgreSQL 15 in a
-#   temporary directory -> three rounds of: a node started on empty tables
+#   temporary directory -> five rounds of: a node started on empty tables
 #   on a free loopback port, one load run at saturation with unique keys,
 #   the node stopped, pgbench (32 clients, one request per autocommit
 #   transaction, two variants) -> a node started once more: saturation with
@@ -28,6 +29,7 @@ policy=sharing
 scheduler_threads=1
 http_threads=2
 writer_connections=2
+rounds=5
 build_dir="$ROOT/build"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -45,14 +47,16 @@ while [ $# -gt 0 ]; do
     --http-threads=*) http_threads=${1#--http-threads=} ;;
     --writer-connections) writer_connections=${2:?--writer-connections needs a number}; shift ;;
     --writer-connections=*) writer_connections=${1#--writer-connections=} ;;
+    --rounds) rounds=${2:?--rounds needs a number}; shift ;;
+    --rounds=*) rounds=${1#--rounds=} ;;
     --build-dir) build_dir=${2:?--build-dir needs a directory}; shift ;;
     --build-dir=*) build_dir=${1#--build-dir=} ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
   shift
 done
-for v in duration warmup connections scheduler_threads http_threads writer_connections; do
+for v in duration warmup connections scheduler_threads http_threads writer_connections rounds; do
   [[ ${!v} =~ ^[0-9]+$ ]] || die "--$v takes a whole number"
 done
 if [ "$duration" -lt 1 ] || [ "$duration" -gt 3600 ]; then
@@ -70,6 +74,9 @@ if [ "$http_threads" -lt 1 ] || [ "$http_threads" -gt 64 ]; then
 fi
 if [ "$writer_connections" -lt 1 ] || [ "$writer_connections" -gt 16 ]; then
   die "--writer-connections takes 1..16"
+fi
+if [ "$rounds" -lt 1 ] || [ "$rounds" -gt 20 ]; then
+  die "--rounds takes 1..20"
 fi
 case "$policy" in
   stealing|sharing) ;;
@@ -329,14 +336,14 @@ pgbench_tps() {
 
 # The machine's speed drifts from minute to minute, and whoever runs first
 # on a fresh cluster tends to run slower. So the node at saturation and
-# pgbench take turns: three rounds of the node, then pgbench with dedupe
-# and pgbench inbox only, and each side counts its best run. Each round's
+# pgbench take turns: rounds (--rounds, default 5) of the node, then
+# pgbench with dedupe and pgbench inbox only, and each side counts its best
+# run: the drift only ever slows a run down, whichever side it hits. Each round's
 # node starts on empty tables and is stopped before pgbench runs: an idle
 # node still finishing the routing work of a saturation run (sessions of
 # the general butler, their deliveries) cost pgbench a sixth of its rate.
 "$node_bin" migrate --config "$work/node.toml" >/dev/null ||
   die "butlers-node migrate failed"
-rounds=3
 sat_runs=()
 pg_cte_runs=()
 pg_only_runs=()
