@@ -337,11 +337,12 @@ pgbench_tps() {
 # The machine's speed drifts from minute to minute, and whoever runs first
 # on a fresh cluster tends to run slower. So the node at saturation and
 # pgbench take turns: rounds (--rounds, default 5) of the node, then
-# pgbench with dedupe and pgbench inbox only, and each side counts its best
-# run: the drift only ever slows a run down, whichever side it hits. Each round's
-# node starts on empty tables and is stopped before pgbench runs: an idle
-# node still finishing the routing work of a saturation run (sessions of
-# the general butler, their deliveries) cost pgbench a sixth of its rate.
+# pgbench with dedupe and pgbench inbox only, and each side counts its
+# best run: the drift only ever slows a run down, whichever side it hits.
+# Each round's node starts on empty tables and is stopped before pgbench
+# runs: an idle node still finishing the routing work of a saturation run
+# (sessions of the general butler, their deliveries) cost pgbench about a
+# seventh of its rate.
 "$node_bin" migrate --config "$work/node.toml" >/dev/null ||
   die "butlers-node migrate failed"
 sat_runs=()
