@@ -100,3 +100,30 @@ pg_createdb() {
     "$PGBIN/psql" -h "$dir" -p "$port" -U postgres -qc "CREATE DATABASE \"$name\"" >/dev/null
   fi
 }
+
+# node_wait_ready PID OUT ERR: waits for a node started in the background
+# (its stdout in OUT, stderr in ERR) to print its listening line, then for
+# GET /readyz to answer 200 (database reachable and migrated). Sets
+# NODE_PORT to the port it listens on. Dies with ERR's tail if the node
+# exits first or takes longer than 60 s to listen or 30 s to be ready.
+node_wait_ready() {
+  local pid=$1 out=$2 err=$3 line code _
+  node_not_ready() { tail -n 30 "$err" >&2 || true; die "$1"; }
+  for _ in $(seq 1 600); do
+    grep -q '"event":"listening"' "$out" 2>/dev/null && break
+    kill -0 "$pid" 2>/dev/null || node_not_ready "the node exited on start"
+    sleep 0.1
+  done
+  line=$(grep -m 1 '"event":"listening"' "$out" || true)
+  [ -n "$line" ] || node_not_ready "the node did not print its listening line in 60 s"
+  NODE_PORT=$(sed -n 's/.*"port":\([0-9][0-9]*\).*/\1/p' <<<"$line")
+  [ -n "$NODE_PORT" ] || node_not_ready "no port in '$line'"
+  for _ in $(seq 1 300); do
+    code=$(curl -s -o /dev/null -m 2 -w '%{http_code}' \
+      "http://127.0.0.1:$NODE_PORT/readyz" || true)
+    [ "$code" = "200" ] && return 0
+    kill -0 "$pid" 2>/dev/null || node_not_ready "the node exited before it was ready"
+    sleep 0.1
+  done
+  node_not_ready "GET /readyz did not answer 200 within 30 s"
+}

@@ -202,22 +202,8 @@ start_node() {
   "$node_bin" run --config "$work/node.toml" >"$work/node.out" \
     2>"$work/node.err" &
   node_pid=$!
-  for _ in $(seq 1 600); do
-    grep -q '"event":"listening"' "$work/node.out" 2>/dev/null && break
-    kill -0 "$node_pid" 2>/dev/null || node_failed "the node exited on start"
-    sleep 0.1
-  done
-  grep -q '"event":"listening"' "$work/node.out" ||
-    node_failed "the node did not print its listening line in 60 s"
-  local ready="" code probe
-  for _ in $(seq 1 300); do
-    code=$(curl -s -o /dev/null -m 2 -w '%{http_code}' \
-      "http://127.0.0.1:$node_port/readyz" || true)
-    if [ "$code" = "200" ]; then ready=1; break; fi
-    kill -0 "$node_pid" 2>/dev/null || node_failed "the node exited before it was ready"
-    sleep 0.1
-  done
-  [ -n "$ready" ] || node_failed "GET /readyz did not answer 200 within 30 s"
+  node_wait_ready "$node_pid" "$work/node.out" "$work/node.err"
+  local probe
   probe=$(curl -s -m 10 -o "$work/probe.json" -w '%{http_code}' \
     -H 'Content-Type: application/json' \
     --data '{"schema_version":"ingest.v1","source":{"channel":"api","provider":"internal","endpoint_identity":"bench"},"event":{"external_event_id":"probe","observed_at":"2026-01-01T00:00:00Z"},"sender":{"identity":"probe"},"payload":{"raw":{},"normalized_text":"probe"},"control":{"idempotency_key":"probe-'"$$-$RANDOM"'"}}' \

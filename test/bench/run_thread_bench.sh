@@ -121,27 +121,8 @@ log "starting the node"
 "$node_bin" run --config "$work/node.toml" >"$work/node.out" \
   2>"$work/node.err" &
 node_pid=$!
-node_failed() {
-  tail -n 30 "$work/node.err" >&2 || true
-  die "$1"
-}
-for _ in $(seq 1 600); do
-  grep -q '"event":"listening"' "$work/node.out" 2>/dev/null && break
-  kill -0 "$node_pid" 2>/dev/null || node_failed "the node exited on start"
-  sleep 0.1
-done
-listen_line=$(grep -m 1 '"event":"listening"' "$work/node.out" || true)
-[ -n "$listen_line" ] || node_failed "no listening line in 60 s"
-node_port=$(sed -n 's/.*"port":\([0-9][0-9]*\).*/\1/p' <<<"$listen_line")
-ready=""
-for _ in $(seq 1 300); do
-  code=$(curl -s -o /dev/null -m 2 -w '%{http_code}' \
-    "http://127.0.0.1:$node_port/readyz" || true)
-  if [ "$code" = "200" ]; then ready=1; break; fi
-  kill -0 "$node_pid" 2>/dev/null || node_failed "the node exited before it was ready"
-  sleep 0.1
-done
-[ -n "$ready" ] || node_failed "GET /readyz did not answer 200 within 30 s"
+node_wait_ready "$node_pid" "$work/node.out" "$work/node.err"
+node_port=$NODE_PORT
 
 echo "## (b) steer latency ($threads threads, $steers steers, turn_ms $turn_ms)"
 echo
