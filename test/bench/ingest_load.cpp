@@ -104,7 +104,9 @@ void usage(FILE* out) {
     "                         idempotency key already answered (default 0)\n"
     "  --timeline             after the run, print per 100 ms of the window\n"
     "                         the requests due, the slowest, how many took\n"
-    "                         over 10 ms, and the latest send (to stderr)\n",
+    "                         over 10 ms, and the latest send (to stderr),\n"
+    "                         after a line with the window's start in Unix\n"
+    "                         seconds, to match with server logs\n",
     out);
 }
 
@@ -1135,6 +1137,18 @@ class load_generator {
 
  public:
   void print_timeline() const {
+    // The window's start on the wall clock, to match slices with the
+    // node's and PostgreSQL's logs.
+    timespec mono{};
+    timespec wall{};
+    ::clock_gettime(CLOCK_MONOTONIC, &mono);
+    ::clock_gettime(CLOCK_REALTIME, &wall);
+    auto ago = static_cast<nanos>(mono.tv_sec) * ns_per_s + mono.tv_nsec
+               - window_start_;
+    auto start = static_cast<nanos>(wall.tv_sec) * ns_per_s + wall.tv_nsec
+                 - ago;
+    std::fprintf(stderr, "timeline window_start_unix=%.3f\n",
+                 static_cast<double>(start) / ns_per_s);
     for (size_t k = 0; k < slices_.size(); ++k)
       std::fprintf(stderr,
                    "timeline t=%.1fs due=%" PRIu64

@@ -2,27 +2,33 @@
 # Ingest benchmark: the node's durable POST /v1/ingest against pgbench
 # inserting single rows into the same table of the same throwaway PostgreSQL.
 #
-#   test/bench/run_ingest_bench.sh [--duration S] [--warmup S]
+#   test/bench/run_ingest_bench.sh [--duration S] [--open-duration S]
+#                                  [--warmup S]
 #                                  [--connections N] [--policy P]
 #                                  [--scheduler-threads N] [--http-threads N]
 #                                  [--writer-connections N] [--rounds N]
-#                                  [--build-dir DIR]
+#                                  [--keep-logs DIR] [--build-dir DIR]
 #
 #   setup -> build butlers-node and butlers_ingest_load -> PostgreSQL 15 in a
-#   temporary directory -> five rounds of: a node started on empty tables
-#   on a free loopback port, one load run at saturation with unique keys,
-#   the node stopped, pgbench (32 clients, one request per autocommit
+#   temporary directory, its WAL pre-warmed -> five rounds of: a node
+#   started on empty tables on a free loopback port, one load run at
+#   saturation with unique keys, the node stopped, pgbench (32 clients, one request per autocommit
 #   transaction, two variants) -> four more runs, each on a node of its own
 #   started on empty tables: saturation with 10 % duplicates, open loop at
-#   25/50/75 % of the best unique-key rate -> table.
+#   25/50/75 % of the best unique-key rate (--open-duration, default 30 s)
+#   -> table.
 #
 # Every step is bounded; the temporary directory, the node and PostgreSQL are
-# removed on exit, failure or Ctrl-C. test/bench/README.md explains the rows.
+# removed on exit, failure or Ctrl-C. With --keep-logs, each node's stderr,
+# each load run's 100 ms timeline and PostgreSQL's log (checkpoints and
+# autovacuum included) are copied to DIR first. test/bench/README.md
+# explains the rows.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
 
 duration=10
+open_duration=30
 warmup=2
 connections=512
 policy=sharing
@@ -30,11 +36,14 @@ scheduler_threads=1
 http_threads=2
 writer_connections=2
 rounds=5
+keep_logs=""
 build_dir="$ROOT/build"
 while [ $# -gt 0 ]; do
   case "$1" in
     --duration) duration=${2:?--duration needs seconds}; shift ;;
     --duration=*) duration=${1#--duration=} ;;
+    --open-duration) open_duration=${2:?--open-duration needs seconds}; shift ;;
+    --open-duration=*) open_duration=${1#--open-duration=} ;;
     --warmup) warmup=${2:?--warmup needs seconds}; shift ;;
     --warmup=*) warmup=${1#--warmup=} ;;
     --connections) connections=${2:?--connections needs a number}; shift ;;
@@ -51,16 +60,21 @@ while [ $# -gt 0 ]; do
     --rounds=*) rounds=${1#--rounds=} ;;
     --build-dir) build_dir=${2:?--build-dir needs a directory}; shift ;;
     --build-dir=*) build_dir=${1#--build-dir=} ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    --keep-logs) keep_logs=${2:?--keep-logs needs a directory}; shift ;;
+    --keep-logs=*) keep_logs=${1#--keep-logs=} ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
   shift
 done
-for v in duration warmup connections scheduler_threads http_threads writer_connections rounds; do
+for v in duration open_duration warmup connections scheduler_threads http_threads writer_connections rounds; do
   [[ ${!v} =~ ^[0-9]+$ ]] || die "--$v takes a whole number"
 done
 if [ "$duration" -lt 1 ] || [ "$duration" -gt 3600 ]; then
   die "--duration takes 1..3600 seconds"
+fi
+if [ "$open_duration" -lt 1 ] || [ "$open_duration" -gt 3600 ]; then
+  die "--open-duration takes 1..3600 seconds"
 fi
 [ "$warmup" -le 600 ] || die "--warmup takes 0..600 seconds"
 if [ "$connections" -lt 1 ] || [ "$connections" -gt 1000 ]; then
@@ -82,6 +96,10 @@ case "$policy" in
   stealing|sharing) ;;
   *) die "--policy takes stealing or sharing" ;;
 esac
+if [ -n "$keep_logs" ]; then
+  mkdir -p "$keep_logs" || die "cannot create --keep-logs directory $keep_logs"
+  keep_logs=$(cd "$keep_logs" && pwd)
+fi
 
 "$ROOT/scripts/setup.sh"
 
@@ -121,6 +139,10 @@ stop_node() {
 cleanup() {
   stop_node
   pg_stop "$pgdir"
+  if [ -n "$keep_logs" ]; then
+    cp "$work"/*.node.err "$work"/*.timeline "$keep_logs/" 2>/dev/null || true
+    cp "$pgdir/server.log" "$keep_logs/postgresql.log" 2>/dev/null || true
+  fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -133,7 +155,9 @@ log "starting PostgreSQL on port $pg_port ($pgdir)"
 # recycles old ones; whoever runs first would pay for it. Both the node and
 # pgbench run on this server with the same settings: new segments are not
 # zero-filled, and old ones are kept for recycling.
-PG_EXTRA_OPTS="-c wal_init_zero=off -c min_wal_size=2GB -c max_wal_size=4GB" \
+PG_EXTRA_OPTS="-c wal_init_zero=off -c min_wal_size=2GB -c max_wal_size=4GB
+  -c log_checkpoints=on -c log_autovacuum_min_duration=0
+  -c log_line_prefix=%m_[%p]_" \
   pg_start "$pgdir" "$pg_port"
 pg_createdb "$pgdir" "$pg_port" butlers_bench
 
@@ -189,8 +213,13 @@ EOF
 "$node_bin" check-config "$work/node.toml" >/dev/null ||
   die "the generated node configuration is invalid"
 
+# Every node start and load run is numbered, for the files --keep-logs keeps.
+node_no=0
+run_no=0
+node_err=/dev/null
+
 node_failed() {
-  tail -n 30 "$work/node.err" >&2 || true
+  tail -n 30 "$node_err" >&2 || true
   die "$1"
 }
 
@@ -199,10 +228,12 @@ node_failed() {
 # whole path before anything is measured.
 start_node() {
   log "starting the node on 127.0.0.1:$node_port"
+  node_no=$((node_no + 1))
   "$node_bin" run --config "$work/node.toml" >"$work/node.out" \
-    2>"$work/node.err" &
+    2>"$work/$node_no.node.err" &
   node_pid=$!
-  node_wait_ready "$node_pid" "$work/node.out" "$work/node.err"
+  node_err="$work/$node_no.node.err"
+  node_wait_ready "$node_pid" "$work/node.out" "$node_err"
   local probe
   probe=$(curl -s -m 10 -o "$work/probe.json" -w '%{http_code}' \
     -H 'Content-Type: application/json' \
@@ -229,8 +260,10 @@ field() {
 
 rows=()
 notes=()
-# load LABEL OFFERED_LABEL [generator options...]: one run, one table row.
-# Sets `result` to its RESULT line.
+# load LABEL OFFERED_LABEL [generator options...]: one run, one table row,
+# measured for run_duration seconds (the saturation runs' --duration unless
+# a caller sets it). Sets `result` to its RESULT line.
+run_duration=$duration
 load() {
   local label=$1 offered=$2
   shift 2
@@ -241,10 +274,18 @@ load() {
   # dirty pages.
   psql_bench "TRUNCATE message_inbox, inbox_dedupe, inbox_transitions" >/dev/null
   psql_bench "CHECKPOINT" >/dev/null
-  local out
-  out=$(timeout --kill-after=5 $((warmup + duration + 30)) "$load_bin" \
+  local out timeline=() err_to=/dev/stderr
+  run_no=$((run_no + 1))
+  if [ -n "$keep_logs" ]; then
+    timeline=(--timeline)
+    err_to="$work/$run_no.timeline"
+    printf '# %s\n' "$label" >"$err_to"
+  fi
+  out=$(timeout --kill-after=5 $((warmup + run_duration + 30)) "$load_bin" \
     --port "$node_port" --connections "$connections" \
-    --duration "$duration" --warmup "$warmup" "$@") ||
+    --duration "$run_duration" --warmup "$warmup" \
+    "${timeline[@]+"${timeline[@]}"}" "$@" \
+    2>>"$err_to") ||
     node_failed "butlers_ingest_load failed during '$label'"
   result=$(grep '^RESULT ' <<<"$out" || true)
   [ -n "$result" ] || die "no RESULT line from '$label'"
@@ -331,6 +372,23 @@ pgbench_tps() {
 # seventh of its rate.
 "$node_bin" migrate --config "$work/node.toml" >/dev/null ||
   die "butlers-node migrate failed"
+
+# Pre-warm the WAL. A fresh cluster has no old segments to recycle, so
+# every new one is a new file whose blocks the file system allocates as
+# the commits first write them, and the first runs paid for that: in three
+# trials of four saturation runs in a row on a fresh cluster, the first
+# made 35.6k/s against 45.1-46.4k/s for the next three, and 44.0k/s
+# against 47.1-48.0k/s; with this pre-warm the first run came within 2.4 %
+# of the other three. About 2.3 GB of WAL (min_wal_size is 2 GB), then two
+# checkpoints, leave a pool of used segments that later runs recycle, as a
+# long-running server does.
+log "pre-warming the WAL (about 2.3 GB)"
+psql_bench "CREATE TABLE bench_wal_prewarm AS
+  SELECT g, repeat('x', 900) AS pad FROM generate_series(1, 2500000) g" \
+  >/dev/null
+psql_bench "DROP TABLE bench_wal_prewarm" >/dev/null
+psql_bench "CHECKPOINT" >/dev/null
+psql_bench "CHECKPOINT" >/dev/null
 sat_runs=()
 pg_cte_runs=()
 pg_only_runs=()
@@ -382,6 +440,11 @@ fresh_load() {
 
 fresh_load "saturation, 10% duplicates" "max" --rate 0 --dup-ratio 0.1
 
+# The open-loop runs are longer: a p99 over a 10 s window is decided by
+# whether one stall of the machine (or the node) falls into it. A stall of
+# 100 ms at 25,000/s delays 2,500 requests, a whole percent of a 10 s run
+# and a third of one of a 30 s run.
+run_duration=$open_duration
 half_p99=""
 for pct in 25 50 75; do
   rate=$((sat_int * pct / 100))
@@ -397,7 +460,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'
 round() { awk -v a="$1" 'BEGIN { printf "%.0f", a }'; }
 
 echo
-echo "Ingest benchmark: $duration s per run after $warmup s warm-up, $connections connections, HTTP $http_threads thread(s), $writer_connections writer connection(s), scheduler $scheduler_threads thread(s) policy $policy, $(nproc) cores"
+echo "Ingest benchmark: $duration s per saturation run and $open_duration s per open-loop run, after $warmup s warm-up, $connections connections, HTTP $http_threads thread(s), $writer_connections writer connection(s), scheduler $scheduler_threads thread(s) policy $policy, $(nproc) cores"
 echo
 echo "| run | offered/s | accepted/s | p50 ms | p99 ms | 429 | 503 |"
 echo "|---|---|---|---|---|---|---|"
