@@ -155,10 +155,11 @@ log "starting PostgreSQL on port $pg_port ($pgdir)"
 # recycles old ones; whoever runs first would pay for it. Both the node and
 # pgbench run on this server with the same settings: new segments are not
 # zero-filled, and old ones are kept for recycling.
-PG_EXTRA_OPTS="-c wal_init_zero=off -c min_wal_size=2GB -c max_wal_size=4GB
-  -c log_checkpoints=on -c log_autovacuum_min_duration=0
-  -c log_line_prefix=%m_[%p]_" \
-  pg_start "$pgdir" "$pg_port"
+# Checkpoints and every autovacuum are logged, for --keep-logs. (pg_ctl
+# runs the options through a shell: one line, no spaces inside a value.)
+pg_opts="-c wal_init_zero=off -c min_wal_size=2GB -c max_wal_size=4GB"
+pg_opts+=" -c log_checkpoints=on -c log_autovacuum_min_duration=0"
+PG_EXTRA_OPTS=$pg_opts pg_start "$pgdir" "$pg_port"
 pg_createdb "$pgdir" "$pg_port" butlers_bench
 
 # The disk's synchronous write rate, where the database lives: 500 writes
