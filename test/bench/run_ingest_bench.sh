@@ -15,7 +15,7 @@
 #   saturation with unique keys, the node stopped, pgbench (32 clients, one request per autocommit
 #   transaction, two variants) -> four more runs, each on a node of its own
 #   started on empty tables: saturation with 10 % duplicates, open loop at
-#   25/50/75 % of the best unique-key rate (--open-duration, default 30 s)
+#   25/50/75 % of the best unique-key rate (--open-duration, default 10 s)
 #   -> table.
 #
 # Every step is bounded; the temporary directory, the node and PostgreSQL are
@@ -28,7 +28,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
 
 duration=10
-open_duration=30
+open_duration=10
 warmup=2
 connections=512
 policy=sharing
@@ -230,8 +230,10 @@ node_failed() {
 start_node() {
   log "starting the node on 127.0.0.1:$node_port"
   node_no=$((node_no + 1))
-  "$node_bin" run --config "$work/node.toml" >"$work/node.out" \
-    2>"$work/$node_no.node.err" &
+  # In the temporary directory: the replies the node delivers go to its
+  # default outbox, outbox.jsonl in its working directory.
+  (cd "$work" && exec "$node_bin" run --config "$work/node.toml") \
+    >"$work/node.out" 2>"$work/$node_no.node.err" &
   node_pid=$!
   node_err="$work/$node_no.node.err"
   node_wait_ready "$node_pid" "$work/node.out" "$node_err"
@@ -441,10 +443,10 @@ fresh_load() {
 
 fresh_load "saturation, 10% duplicates" "max" --rate 0 --dup-ratio 0.1
 
-# The open-loop runs are longer: a p99 over a 10 s window is decided by
-# whether one stall of the machine (or the node) falls into it. A stall of
-# 100 ms at 25,000/s delays 2,500 requests, a whole percent of a 10 s run
-# and a third of one of a 30 s run.
+# The open-loop runs' window: --open-duration. Past about 30 s of a run,
+# the kernel writes back the pages PostgreSQL dirtied when it extended the
+# tables, hundreds of MB at once, and commits wait for that burst (see
+# test/bench/README.md, "Runs longer than 30 s").
 run_duration=$open_duration
 half_p99=""
 for pct in 25 50 75; do

@@ -118,10 +118,13 @@ EOF
 "$node_bin" check-config "$work/node.toml" >/dev/null ||
   die "the generated node configuration is invalid"
 log "starting the node"
-"$node_bin" run --config "$work/node.toml" >"$work/node.out" \
-  2>"$work/node.err" &
+# In the temporary directory: replies go to the default outbox,
+# outbox.jsonl in the node's working directory.
+(cd "$work" && exec "$node_bin" run --config "$work/node.toml") \
+  >"$work/node.out" 2>"$work/node.err" &
 node_pid=$!
 node_wait_ready "$node_pid" "$work/node.out" "$work/node.err"
+# shellcheck disable=SC2153 # set by node_wait_ready (scripts/lib.sh)
 node_port=$NODE_PORT
 
 echo "## (b) steer latency ($threads threads, $steers steers, turn_ms $turn_ms)"
