@@ -7,16 +7,17 @@
 #                                  [--connections N] [--policy P]
 #                                  [--scheduler-threads N] [--http-threads N]
 #                                  [--writer-connections N] [--rounds N]
-#                                  [--keep-logs DIR] [--build-dir DIR]
+#                                  [--half-runs N] [--keep-logs DIR]
+#                                  [--build-dir DIR]
 #
 #   setup -> build butlers-node and butlers_ingest_load -> PostgreSQL 15 in a
 #   temporary directory, its WAL pre-warmed -> five rounds of: a node
 #   started on empty tables on a free loopback port, one load run at
-#   saturation with unique keys, the node stopped, pgbench (32 clients, one request per autocommit
-#   transaction, two variants) -> four more runs, each on a node of its own
-#   started on empty tables: saturation with 10 % duplicates, open loop at
-#   25/50/75 % of the best unique-key rate (--open-duration, default 10 s)
-#   -> table.
+#   saturation with unique keys, the node stopped, pgbench (32 clients, one
+#   request per autocommit transaction, two variants) -> more runs, each on
+#   a node of its own started on empty tables: saturation with 10 %
+#   duplicates, open loop at 25 %, 50 % (three times, --half-runs) and 75 %
+#   of the best unique-key rate (--open-duration, default 10 s) -> table.
 #
 # Every step is bounded; the temporary directory, the node and PostgreSQL are
 # removed on exit, failure or Ctrl-C. With --keep-logs, each node's stderr,
@@ -36,6 +37,7 @@ scheduler_threads=1
 http_threads=2
 writer_connections=2
 rounds=5
+half_runs=3
 keep_logs=""
 build_dir="$ROOT/build"
 while [ $# -gt 0 ]; do
@@ -62,12 +64,14 @@ while [ $# -gt 0 ]; do
     --build-dir=*) build_dir=${1#--build-dir=} ;;
     --keep-logs) keep_logs=${2:?--keep-logs needs a directory}; shift ;;
     --keep-logs=*) keep_logs=${1#--keep-logs=} ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    --half-runs) half_runs=${2:?--half-runs needs a number}; shift ;;
+    --half-runs=*) half_runs=${1#--half-runs=} ;;
+    -h|--help) awk 'NR > 1 && /^set -euo/ { exit } NR > 1' "$0"; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
   shift
 done
-for v in duration open_duration warmup connections scheduler_threads http_threads writer_connections rounds; do
+for v in duration open_duration warmup connections scheduler_threads http_threads writer_connections rounds half_runs; do
   [[ ${!v} =~ ^[0-9]+$ ]] || die "--$v takes a whole number"
 done
 if [ "$duration" -lt 1 ] || [ "$duration" -gt 3600 ]; then
@@ -91,6 +95,9 @@ if [ "$writer_connections" -lt 1 ] || [ "$writer_connections" -gt 16 ]; then
 fi
 if [ "$rounds" -lt 1 ] || [ "$rounds" -gt 20 ]; then
   die "--rounds takes 1..20"
+fi
+if [ "$half_runs" -lt 1 ] || [ "$half_runs" -gt 9 ] || [ $((half_runs % 2)) -eq 0 ]; then
+  die "--half-runs takes an odd number, 1..9"
 fi
 case "$policy" in
   stealing|sharing) ;;
@@ -378,11 +385,11 @@ pgbench_tps() {
 
 # Pre-warm the WAL. A fresh cluster has no old segments to recycle, so
 # every new one is a new file whose blocks the file system allocates as
-# the commits first write them, and the first runs paid for that: in three
+# the commits first write them, and the first runs paid for that: in two
 # trials of four saturation runs in a row on a fresh cluster, the first
 # made 35.6k/s against 45.1-46.4k/s for the next three, and 44.0k/s
-# against 47.1-48.0k/s; with this pre-warm the first run came within 2.4 %
-# of the other three. About 2.3 GB of WAL (min_wal_size is 2 GB), then two
+# against 47.1-48.0k/s; in three trials with this pre-warm the first run
+# came within 2.4 % of the other three. About 2.3 GB of WAL (min_wal_size is 2 GB), then two
 # checkpoints, leave a pool of used segments that later runs recycle, as a
 # long-running server does.
 log "pre-warming the WAL (about 2.3 GB)"
@@ -411,6 +418,17 @@ for tps in "${pg_cte_runs[@]}" "${pg_only_runs[@]}"; do
 done
 # best X...: the largest of its arguments.
 best() { printf '%s\n' "$@" | sort -g | tail -n 1; }
+# joined X...: its arguments as "a, b and c".
+joined() {
+  local out="" i
+  for ((i = 1; i <= $#; i++)); do
+    if [ "$i" -gt 1 ]; then
+      if [ "$i" -eq $# ]; then out+=" and "; else out+=", "; fi
+    fi
+    out+=${!i}
+  done
+  echo "$out"
+}
 # listed X...: its arguments rounded, as "a, b and c".
 listed() {
   local out="" i
@@ -447,13 +465,30 @@ fresh_load "saturation, 10% duplicates" "max" --rate 0 --dup-ratio 0.1
 # the kernel writes back the pages PostgreSQL dirtied when it extended the
 # tables, hundreds of MB at once, and commits wait for that burst (see
 # test/bench/README.md, "Runs longer than 30 s").
+#
+# The 50 % row runs --half-runs times (3), each on a new node, and its p99
+# is their median. One 10 s run's p99 was decided by whether the machine
+# hiccuped during it: in 3 of 12 benchmarks a single 100-200 ms stretch
+# (up to 118 ms per request) took it over 10 ms while the median and p90
+# stayed as usual. The median of three discounts one such hiccup; a stall
+# of the node's own that recurs would show in most runs, and so in the
+# median. Every run is printed.
 run_duration=$open_duration
-half_p99=""
+half_p99s=()
 for pct in 25 50 75; do
   rate=$((sat_int * pct / 100))
-  fresh_load "open loop, ${pct}% of saturation" "$rate" --rate "$rate"
-  if [ "$pct" = 50 ]; then half_p99=$(field p99_ms "$result"); fi
+  if [ "$pct" != 50 ]; then
+    fresh_load "open loop, ${pct}% of saturation" "$rate" --rate "$rate"
+    continue
+  fi
+  for k in $(seq 1 "$half_runs"); do
+    fresh_load "open loop, 50% of saturation (run $k of $half_runs)" "$rate" \
+      --rate "$rate"
+    half_p99s+=("$(field p99_ms "$result")")
+  done
 done
+half_p99=$(printf '%s\n' "${half_p99s[@]}" | sort -g |
+  sed -n "$(((half_runs + 1) / 2))p")
 
 pg_stop "$pgdir"
 
@@ -474,7 +509,11 @@ echo "pgbench single-row autocommit, 32 clients: $(round "$pg_cte") rows/s, the 
 echo "pgbench message_inbox row only, 32 clients: $(round "$pg_only") rows/s, the best of $(listed "${pg_only_runs[@]}") (reference; ratio against it: $(ratio "$sat" "$pg_only"))"
 echo "node at saturation, unique keys: $(round "$sat") accepted/s, the best of $(listed "${sat_runs[@]}")"
 echo "ratio (node durable accepted/s at saturation, unique keys) / pgbench: $(ratio "$sat" "$pg_cte")  (target >= 2.0)"
-echo "p99 at half saturation: $half_p99 ms (target <= 10)"
+if [ "$half_runs" -gt 1 ]; then
+  echo "p99 at half saturation: $half_p99 ms, the median of $(joined "${half_p99s[@]}") ms (target <= 10)"
+else
+  echo "p99 at half saturation: $half_p99 ms (target <= 10)"
+fi
 if [ -n "$dsync_s" ]; then
   awk -v s="$dsync_s" 'BEGIN { if (s > 0) printf "disk: 8 KiB synchronous writes (dd oflag=dsync) %.0f/s, %.3f ms each\n", 500 / s, s * 1000 / 500 }'
 fi
