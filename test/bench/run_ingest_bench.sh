@@ -428,16 +428,13 @@ joined() {
   done
   echo "$out"
 }
+# round X: X to a whole number.
+round() { awk -v a="$1" 'BEGIN { printf "%.0f", a }'; }
 # listed X...: its arguments rounded, as "a, b and c".
 listed() {
-  local out="" i
-  for ((i = 1; i <= $#; i++)); do
-    if [ "$i" -gt 1 ]; then
-      if [ "$i" -eq $# ]; then out+=" and "; else out+=", "; fi
-    fi
-    out+=$(awk -v a="${!i}" 'BEGIN { printf "%.0f", a }')
-  done
-  echo "$out"
+  local r=() a
+  for a in "$@"; do r+=("$(round "$a")"); done
+  joined "${r[@]}"
 }
 sat=$(best "${sat_runs[@]}")
 pg_cte=$(best "${pg_cte_runs[@]}")
@@ -493,7 +490,11 @@ pg_stop "$pgdir"
 
 # -- the table ----------------------------------------------------------------------
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
+# ratio A B [PLACES]: A / B with PLACES decimals (default 2).
+ratio() {
+  awk -v a="$1" -v b="$2" -v p="${3:-2}" \
+    'BEGIN { printf "%.*f", p, (b > 0 ? a / b : 0) }'
+}
 # verdict X OP LIMIT: "met" or "not met", on the unrounded figures (a ratio
 # of 1.996 prints as 2.00 but does not meet 2.0).
 verdict() {
@@ -502,7 +503,6 @@ verdict() {
     print (ok ? "met" : "not met")
   }'
 }
-round() { awk -v a="$1" 'BEGIN { printf "%.0f", a }'; }
 
 echo
 echo "Ingest benchmark: $duration s per saturation run and $open_duration s per open-loop run, after $warmup s warm-up, $connections connections, HTTP $http_threads thread(s), $writer_connections writer connection(s), scheduler $scheduler_threads thread(s) policy $policy, $(nproc) cores"
@@ -515,8 +515,7 @@ for n in "${notes[@]+"${notes[@]}"}"; do echo "$n"; done
 echo "pgbench single-row autocommit, 32 clients: $(round "$pg_cte") rows/s, the best of $(listed "${pg_cte_runs[@]}") (variant: one message_inbox row plus its inbox_dedupe row per transaction, in one CTE statement like the node's)"
 echo "pgbench message_inbox row only, 32 clients: $(round "$pg_only") rows/s, the best of $(listed "${pg_only_runs[@]}") (reference; ratio against it: $(ratio "$sat" "$pg_only"))"
 echo "node at saturation, unique keys: $(round "$sat") accepted/s, the best of $(listed "${sat_runs[@]}")"
-sat_ratio=$(awk -v a="$sat" -v b="$pg_cte" 'BEGIN { printf "%.4f", (b > 0 ? a / b : 0) }')
-echo "ratio (node durable accepted/s at saturation, unique keys) / pgbench: $(ratio "$sat" "$pg_cte")  (target >= 2.0: $(verdict "$sat_ratio" ">=" 2.0), $sat_ratio)"
+echo "ratio (node durable accepted/s at saturation, unique keys) / pgbench: $(ratio "$sat" "$pg_cte")  (target >= 2.0: $(verdict "$(ratio "$sat" "$pg_cte" 9)" ">=" 2.0), $(ratio "$sat" "$pg_cte" 4))"
 if [ "$half_runs" -gt 1 ]; then
   echo "p99 at half saturation: $half_p99 ms, the median of $(joined "${half_p99s[@]}") ms (target <= 10: $(verdict "$half_p99" "<=" 10))"
 else
