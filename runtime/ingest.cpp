@@ -1,5 +1,11 @@
 #include "runtime/ingest.hpp"
 
+#include <array>
+#include <cstring>
+#include <utility>
+
+#include <rapidjson/reader.h>
+
 #include "runtime/dedupe.hpp"
 #include "runtime/json.hpp"
 #include "runtime/uuid.hpp"
@@ -7,6 +13,50 @@
 namespace butlers {
 
 namespace {
+
+/// The fields of an `ingest.v1` envelope that its record and dedupe key are
+/// made of. Absent optional fields are empty.
+struct envelope {
+  std::string channel;
+  std::string endpoint_identity;
+  std::string sender_identity;
+  std::string thread_identity;
+  std::string trace_parent;
+  std::string external_event_id;
+  std::string idempotency_key;
+  std::string normalized_text;
+  std::string policy_tier;
+};
+
+inbox_record make_record(envelope&& e, std::string_view body,
+                         uint32_t dedupe_window_s, int64_t now_us) {
+  inbox_record rec;
+  auto& ctx = rec.context;
+  ctx.request_id = make_uuid_v7().to_string();
+  ctx.received_at_us = now_us;
+  dedupe_input key;
+  key.channel = e.channel;
+  key.endpoint_identity = e.endpoint_identity;
+  key.external_event_id = e.external_event_id;
+  key.sender_identity = e.sender_identity;
+  key.idempotency_key = e.idempotency_key;
+  key.normalized_text = e.normalized_text;
+  key.received_at_s = now_us / 1000000;
+  rec.dedupe_key = dedupe_key(key, dedupe_window_s);
+  ctx.source_channel = std::move(e.channel);
+  ctx.source_endpoint_identity = std::move(e.endpoint_identity);
+  ctx.source_sender_identity = std::move(e.sender_identity);
+  ctx.source_thread_identity = std::move(e.thread_identity);
+  ctx.trace_parent = std::move(e.trace_parent);
+  rec.raw_payload = std::string{body};
+  rec.normalized_text = std::move(e.normalized_text);
+  rec.policy_tier = e.policy_tier.empty() ? "default"
+                                          : std::move(e.policy_tier);
+  rec.schema_version = "ingest.v1";
+  return rec;
+}
+
+// -- the full path: DOM, generic schema check, every violation --------------
 
 /// Returns the string at `pointer`-like path, or empty when absent or not a
 /// string (the schema already vouched for the required ones).
@@ -26,10 +76,384 @@ std::string_view get_string(const rapidjson::Value& root,
   return {v->GetString(), v->GetStringLength()};
 }
 
+// -- the fast path: one SAX pass, no DOM, no generic checker ----------------
+
+/// Counts code points, as draft-04's minLength and maxLength do; the reader
+/// has established that the string is valid UTF-8.
+size_t code_points(std::string_view s) {
+  size_t n = 0;
+  for (char c : s)
+    n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+
+bool is_identity(std::string_view s) {
+  auto n = code_points(s);
+  return n >= 1 && n <= 256;
+}
+
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+
+/// Exactly the schema's `timestamp` pattern,
+/// `^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?`
+/// `(Z|(\+|-)[0-9]{2}:[0-9]{2})$`, and its maxLength of 64.
+bool is_timestamp(std::string_view s) {
+  if (s.size() > 64)
+    return false;
+  auto digits = [&](size_t at, size_t n) {
+    if (at + n > s.size())
+      return false;
+    for (size_t i = at; i < at + n; ++i)
+      if (!is_digit(s[i]))
+        return false;
+    return true;
+  };
+  auto is = [&](size_t at, char c) {
+    return at < s.size() && s[at] == c;
+  };
+  if (!(digits(0, 4) && is(4, '-') && digits(5, 2) && is(7, '-') && digits(8, 2)
+        && is(10, 'T') && digits(11, 2) && is(13, ':') && digits(14, 2)
+        && is(16, ':') && digits(17, 2)))
+    return false;
+  size_t i = 19;
+  if (is(i, '.')) {
+    size_t j = i + 1;
+    while (j < s.size() && is_digit(s[j]))
+      ++j;
+    if (j == i + 1)
+      return false;
+    i = j;
+  }
+  if (is(i, 'Z'))
+    return i + 1 == s.size();
+  if (is(i, '+') || is(i, '-'))
+    return i + 6 == s.size() && digits(i + 1, 2) && is(i + 3, ':')
+           && digits(i + 4, 2);
+  return false;
+}
+
+bool one_of(std::string_view s, std::initializer_list<std::string_view> xs) {
+  for (auto x : xs)
+    if (s == x)
+      return true;
+  return false;
+}
+
+/// A SAX handler that accepts only envelopes it can vouch for: every
+/// constraint of `schemas/ingest.v1.json`, checked as the values stream by.
+/// Anything else — a violation, but also anything merely unusual, such as a
+/// repeated key or a non-string `traceparent` — makes it stop, and the
+/// caller takes the full path, which names every violation. So what it
+/// accepts is a subset of what the full path accepts, with the same fields;
+/// `ingest_test.cpp` holds the two to that on thousands of mutated bodies.
+class fast_reader
+  : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, fast_reader> {
+ public:
+  fast_reader(envelope& out, bool check_utf8, size_t max_depth)
+    : out_{out}, check_utf8_{check_utf8}, max_depth_{max_depth} {}
+
+  // Anything the handlers below do not take: a number, a bool, or a value
+  // of the wrong type for its field.
+  bool Default() {
+    return free_value();
+  }
+
+  bool Null() {
+    if (free_value())
+      return true;
+    auto f = std::exchange(pending_, field::none);
+    return f == field::external_thread_id || f == field::trace_context;
+  }
+
+  bool String(const char* str, rapidjson::SizeType len, bool) {
+    std::string_view s{str, len};
+    if (check_utf8_ && !json::is_utf8(s))
+      return false;
+    if (free_value())
+      return true;
+    switch (std::exchange(pending_, field::none)) {
+      case field::schema_version: return s == "ingest.v1";
+      case field::channel:
+        return one_of(s, {"telegram", "slack", "email", "api", "mcp"})
+               && capture(out_.channel, s);
+      case field::provider:
+        return one_of(s, {"telegram", "slack", "imap", "internal"});
+      case field::endpoint_identity:
+        return is_identity(s) && capture(out_.endpoint_identity, s);
+      case field::external_event_id:
+        return is_identity(s) && capture(out_.external_event_id, s);
+      case field::external_thread_id:
+        return is_identity(s) && capture(out_.thread_identity, s);
+      case field::observed_at: return is_timestamp(s);
+      case field::identity:
+        return is_identity(s) && capture(out_.sender_identity, s);
+      case field::normalized_text:
+        return code_points(s) <= 65536 && capture(out_.normalized_text, s);
+      case field::idempotency_key:
+        return is_identity(s) && capture(out_.idempotency_key, s);
+      case field::policy_tier:
+        return one_of(s, {"default", "interactive", "high_priority"})
+               && capture(out_.policy_tier, s);
+      case field::traceparent: return capture(out_.trace_parent, s);
+      default: return false;
+    }
+  }
+
+  bool Key(const char* str, rapidjson::SizeType len, bool) {
+    std::string_view k{str, len};
+    if (check_utf8_ && !json::is_utf8(k))
+      return false;
+    if (skip_depth_ > 0)
+      return true;
+    auto f = key_field(scopes_[depth_ - 1], k);
+    if (f == field::none)
+      return false; // additionalProperties: false
+    if (f != field::skip) {
+      auto bit = uint32_t{1} << static_cast<unsigned>(f);
+      if (seen_ & bit)
+        return false; // a repeated key: the full path decides
+      seen_ |= bit;
+    }
+    pending_ = f;
+    return true;
+  }
+
+  bool StartObject() {
+    if (depth_ + skip_depth_ >= max_depth_)
+      return false;
+    if (skip_depth_ > 0) {
+      ++skip_depth_;
+      return true;
+    }
+    if (depth_ == 0)
+      return push(scope::top);
+    switch (std::exchange(pending_, field::none)) {
+      case field::source: return push(scope::source);
+      case field::event: return push(scope::event);
+      case field::sender: return push(scope::sender);
+      case field::payload: return push(scope::payload);
+      case field::control: return push(scope::control);
+      case field::trace_context: return push(scope::trace);
+      case field::raw:
+      case field::skip: skip_depth_ = 1; return true;
+      default: return false;
+    }
+  }
+
+  bool EndObject(rapidjson::SizeType) {
+    if (skip_depth_ > 0) {
+      --skip_depth_;
+      return true;
+    }
+    auto required = required_fields(scopes_[--depth_]);
+    return (seen_ & required) == required;
+  }
+
+  bool StartArray() {
+    if (depth_ + skip_depth_ >= max_depth_)
+      return false;
+    if (skip_depth_ > 0) {
+      ++skip_depth_;
+      return true;
+    }
+    if (std::exchange(pending_, field::none) != field::skip)
+      return false;
+    skip_depth_ = 1;
+    return true;
+  }
+
+  bool EndArray(rapidjson::SizeType) {
+    --skip_depth_;
+    return true;
+  }
+
+ private:
+  enum class scope : uint8_t {
+    top,
+    source,
+    event,
+    sender,
+    payload,
+    control,
+    trace,
+  };
+
+  /// What the next value is: a field of the envelope, or `skip`, a member
+  /// of `trace_context` other than `traceparent`, which may be anything.
+  enum class field : uint8_t {
+    none,
+    schema_version,
+    source,
+    event,
+    sender,
+    payload,
+    control,
+    channel,
+    provider,
+    endpoint_identity,
+    external_event_id,
+    external_thread_id,
+    observed_at,
+    identity,
+    raw,
+    normalized_text,
+    idempotency_key,
+    trace_context,
+    policy_tier,
+    traceparent,
+    skip,
+  };
+
+  static constexpr uint32_t bits(std::initializer_list<field> fs) {
+    uint32_t out = 0;
+    for (auto f : fs)
+      out |= uint32_t{1} << static_cast<unsigned>(f);
+    return out;
+  }
+
+  static uint32_t required_fields(scope s) {
+    switch (s) {
+      case scope::top:
+        return bits({field::schema_version, field::source, field::event,
+                     field::sender, field::payload});
+      case scope::source:
+        return bits(
+          {field::channel, field::provider, field::endpoint_identity});
+      case scope::event:
+        return bits({field::external_event_id, field::observed_at});
+      case scope::sender: return bits({field::identity});
+      case scope::payload: return bits({field::raw, field::normalized_text});
+      default: return 0;
+    }
+  }
+
+  static field key_field(scope s, std::string_view k) {
+    switch (s) {
+      case scope::top:
+        if (k == "schema_version")
+          return field::schema_version;
+        if (k == "source")
+          return field::source;
+        if (k == "event")
+          return field::event;
+        if (k == "sender")
+          return field::sender;
+        if (k == "payload")
+          return field::payload;
+        if (k == "control")
+          return field::control;
+        return field::none;
+      case scope::source:
+        if (k == "channel")
+          return field::channel;
+        if (k == "provider")
+          return field::provider;
+        if (k == "endpoint_identity")
+          return field::endpoint_identity;
+        return field::none;
+      case scope::event:
+        if (k == "external_event_id")
+          return field::external_event_id;
+        if (k == "external_thread_id")
+          return field::external_thread_id;
+        if (k == "observed_at")
+          return field::observed_at;
+        return field::none;
+      case scope::sender:
+        return k == "identity" ? field::identity : field::none;
+      case scope::payload:
+        if (k == "raw")
+          return field::raw;
+        if (k == "normalized_text")
+          return field::normalized_text;
+        return field::none;
+      case scope::control:
+        if (k == "idempotency_key")
+          return field::idempotency_key;
+        if (k == "trace_context")
+          return field::trace_context;
+        if (k == "policy_tier")
+          return field::policy_tier;
+        return field::none;
+      case scope::trace:
+        return k == "traceparent" ? field::traceparent : field::skip;
+    }
+    return field::none;
+  }
+
+  /// True for a scalar inside a free-form value, or a scalar member of
+  /// `trace_context` other than `traceparent`: anything goes there.
+  bool free_value() {
+    if (skip_depth_ > 0)
+      return true;
+    if (pending_ != field::skip)
+      return false;
+    pending_ = field::none;
+    return true;
+  }
+
+  bool push(scope s) {
+    if (depth_ == scopes_.size())
+      return false;
+    scopes_[depth_++] = s;
+    return true;
+  }
+
+  /// PostgreSQL cannot store U+0000 in text; the full path reports it.
+  static bool capture(std::string& to, std::string_view s) {
+    if (std::memchr(s.data(), 0, s.size()) != nullptr)
+      return false;
+    to.assign(s.data(), s.size());
+    return true;
+  }
+
+  envelope& out_;
+  bool check_utf8_;
+  size_t max_depth_;
+  std::array<scope, 4> scopes_{};
+  size_t depth_ = 0;
+  size_t skip_depth_ = 0;
+  field pending_ = field::none;
+  uint32_t seen_ = 0;
+};
+
 } // namespace
 
-ingest_parse_result parse_ingest(std::string_view body, size_t max_bytes,
-                                 uint32_t dedupe_window_s, int64_t now_us) {
+namespace detail {
+
+std::optional<inbox_record> parse_ingest_fast(std::string_view body,
+                                              size_t max_bytes,
+                                              uint32_t dedupe_window_s,
+                                              int64_t now_us) {
+  // What json::parse refuses before parsing: too large, or a NUL byte,
+  // where RapidJSON would stop reading and ignore the rest.
+  if (body.size() > max_bytes
+      || std::memchr(body.data(), 0, body.size()) != nullptr)
+    return std::nullopt;
+  // The whole body as UTF-8 at once, instead of RapidJSON's validation
+  // character by character (a fifth of this path with non-ASCII text).
+  // Outside strings a non-ASCII byte is a syntax error either way.
+  if (!json::is_ascii(body) && !json::is_utf8(body))
+    return std::nullopt;
+  envelope e;
+  // Only a \u escape can produce a lone surrogate.
+  fast_reader handler{e, body.find("\\u") != std::string_view::npos,
+                      json::parse_limits{}.max_depth};
+  // The reader keeps its stack between parses: no allocation per body.
+  thread_local rapidjson::Reader reader;
+  rapidjson::MemoryStream ms{body.data(), body.size()};
+  rapidjson::EncodedInputStream<rapidjson::UTF8<>, rapidjson::MemoryStream> in{
+    ms};
+  if (reader.Parse<rapidjson::kParseIterativeFlag>(in, handler).IsError())
+    return std::nullopt;
+  return make_record(std::move(e), body, dedupe_window_s, now_us);
+}
+
+ingest_parse_result parse_ingest_full(std::string_view body, size_t max_bytes,
+                                      uint32_t dedupe_window_s,
+                                      int64_t now_us) {
   ingest_parse_result result;
   json::scratch_document scratch;
   auto& doc = scratch.doc();
@@ -42,50 +466,54 @@ ingest_parse_result parse_ingest(std::string_view body, size_t max_bytes,
   result.violations = schema::get("ingest.v1").validate(doc);
   if (!result.violations.empty())
     return result;
-  auto text = get_string(doc, {"payload", "normalized_text"});
-  if (text.find('\0') != std::string_view::npos) {
+  envelope e;
+  e.normalized_text = get_string(doc, {"payload", "normalized_text"});
+  if (e.normalized_text.find('\0') != std::string::npos) {
     result.violations.push_back(violation{"/payload/normalized_text", "nul",
                                           "normalized_text must not contain "
                                           "U+0000 (it cannot be stored)"});
     return result;
   }
-  inbox_record rec;
-  auto& ctx = rec.context;
-  ctx.request_id = make_uuid_v7().to_string();
-  ctx.received_at_us = now_us;
-  ctx.source_channel = std::string{get_string(doc, {"source", "channel"})};
-  ctx.source_endpoint_identity = std::string{
-    get_string(doc, {"source", "endpoint_identity"})};
-  ctx.source_sender_identity = std::string{
-    get_string(doc, {"sender", "identity"})};
-  ctx.source_thread_identity = std::string{
-    get_string(doc, {"event", "external_thread_id"})};
-  ctx.trace_parent = std::string{
-    get_string(doc, {"control", "trace_context", "traceparent"})};
-  for (auto* field : {&ctx.source_channel, &ctx.source_endpoint_identity,
-                      &ctx.source_sender_identity, &ctx.source_thread_identity,
-                      &ctx.trace_parent})
-    if (field->find('\0') != std::string::npos) {
+  e.channel = get_string(doc, {"source", "channel"});
+  e.endpoint_identity = get_string(doc, {"source", "endpoint_identity"});
+  e.sender_identity = get_string(doc, {"sender", "identity"});
+  e.thread_identity = get_string(doc, {"event", "external_thread_id"});
+  e.trace_parent = get_string(doc, {"control", "trace_context", "traceparent"});
+  e.external_event_id = get_string(doc, {"event", "external_event_id"});
+  e.idempotency_key = get_string(doc, {"control", "idempotency_key"});
+  e.policy_tier = get_string(doc, {"control", "policy_tier"});
+  // Each is stored as text, or in the dedupe key, which is text too.
+  const std::pair<const char*, const std::string*> stored[] = {
+    {"/source/endpoint_identity", &e.endpoint_identity},
+    {"/sender/identity", &e.sender_identity},
+    {"/event/external_thread_id", &e.thread_identity},
+    {"/event/external_event_id", &e.external_event_id},
+    {"/control/idempotency_key", &e.idempotency_key},
+    {"/control/trace_context/traceparent", &e.trace_parent},
+  };
+  for (auto& [pointer, value] : stored)
+    if (value->find('\0') != std::string::npos)
       result.violations.push_back(
-        violation{"", "nul", "identities must not contain U+0000"});
-      return result;
-    }
-  dedupe_input key;
-  key.channel = ctx.source_channel;
-  key.endpoint_identity = ctx.source_endpoint_identity;
-  key.external_event_id = get_string(doc, {"event", "external_event_id"});
-  key.sender_identity = ctx.source_sender_identity;
-  key.idempotency_key = get_string(doc, {"control", "idempotency_key"});
-  key.normalized_text = text;
-  key.received_at_s = now_us / 1000000;
-  rec.dedupe_key = dedupe_key(key, dedupe_window_s);
-  rec.raw_payload = std::string{body};
-  rec.normalized_text = std::string{text};
-  auto tier = get_string(doc, {"control", "policy_tier"});
-  rec.policy_tier = tier.empty() ? "default" : std::string{tier};
-  rec.schema_version = "ingest.v1";
-  result.record = std::move(rec);
+        violation{pointer, "nul",
+                  "identities must not contain U+0000 (they cannot be "
+                  "stored)"});
+  if (!result.violations.empty())
+    return result;
+  result.record = make_record(std::move(e), body, dedupe_window_s, now_us);
   return result;
+}
+
+} // namespace detail
+
+ingest_parse_result parse_ingest(std::string_view body, size_t max_bytes,
+                                 uint32_t dedupe_window_s, int64_t now_us) {
+  if (auto rec = detail::parse_ingest_fast(body, max_bytes, dedupe_window_s,
+                                           now_us)) {
+    ingest_parse_result result;
+    result.record = std::move(rec);
+    return result;
+  }
+  return detail::parse_ingest_full(body, max_bytes, dedupe_window_s, now_us);
 }
 
 } // namespace butlers

@@ -27,7 +27,28 @@ struct ingest_parse_result {
 /// thread: the HTTP threads run it before anything reaches an actor.
 /// Beyond the schema, text fields that PostgreSQL cannot store (a NUL
 /// character) are violations too.
+/// Most bodies take a fast path, one streaming pass that checks the
+/// schema's constraints as it reads; whatever it cannot vouch for takes
+/// the full path (parse, then the generic schema check, which names every
+/// violation). Both give the same record.
 ingest_parse_result parse_ingest(std::string_view body, size_t max_bytes,
                                  uint32_t dedupe_window_s, int64_t now_us);
+
+namespace detail {
+
+/// The fast path alone: the record, or `std::nullopt` for anything it does
+/// not accept (invalid, or merely unusual, such as a repeated key). What it
+/// accepts, the full path accepts too, with the same fields. It mirrors
+/// `schemas/ingest.v1.json` by hand: change the two together.
+std::optional<inbox_record> parse_ingest_fast(std::string_view body,
+                                              size_t max_bytes,
+                                              uint32_t dedupe_window_s,
+                                              int64_t now_us);
+
+/// The full path alone: DOM parse, generic schema check, NUL checks.
+ingest_parse_result parse_ingest_full(std::string_view body, size_t max_bytes,
+                                      uint32_t dedupe_window_s, int64_t now_us);
+
+} // namespace detail
 
 } // namespace butlers

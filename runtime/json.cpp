@@ -1,6 +1,7 @@
 #include "runtime/json.hpp"
 
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include <rapidjson/error/en.h>
@@ -44,19 +45,56 @@ size_t utf8_sequence_length(std::string_view s, size_t i) {
   return 0;
 }
 
+} // namespace
+
+namespace {
+
+constexpr uint64_t high_bits = 0x8080808080808080ULL;
+
+/// The next 8 bytes of `s` from `i` as one word (caller checks the bounds).
+uint64_t word_at(std::string_view s, size_t i) {
+  uint64_t w;
+  std::memcpy(&w, s.data() + i, sizeof w);
+  return w;
+}
+
+} // namespace
+
+bool is_ascii(std::string_view text) {
+  // A word at a time, no early exit: GCC's -O2 does not vectorize the
+  // byte loop, which cost a tenth of the ingest fast path.
+  uint64_t any = 0;
+  size_t i = 0;
+  for (; i + 8 <= text.size(); i += 8)
+    any |= word_at(text, i);
+  for (; i < text.size(); ++i)
+    any |= static_cast<unsigned char>(text[i]);
+  return (any & high_bits) == 0;
+}
+
+bool is_utf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    // Runs of ASCII a word at a time.
+    if (i + 8 <= s.size() && (word_at(s, i) & high_bits) == 0) {
+      i += 8;
+      continue;
+    }
+    auto n = utf8_sequence_length(s, i);
+    if (n == 0)
+      return false;
+    i += n;
+  }
+  return true;
+}
+
+namespace {
+
 /// True when every string (keys included) is well-formed UTF-8. RapidJSON
 /// 1.1 decodes a lone low-surrogate escape (`\udc00`) into bytes that are
 /// not, and nothing downstream can store them.
 bool strings_are_utf8(const rapidjson::Value& root) {
   auto ok = [](const rapidjson::Value& str) {
-    std::string_view sv{str.GetString(), str.GetStringLength()};
-    for (size_t i = 0; i < sv.size();) {
-      auto n = utf8_sequence_length(sv, i);
-      if (n == 0)
-        return false;
-      i += n;
-    }
-    return true;
+    return is_utf8({str.GetString(), str.GetStringLength()});
   };
   // Iterative: a caller may allow deep nesting.
   std::vector<const rapidjson::Value*> todo{&root};
@@ -78,15 +116,6 @@ bool strings_are_utf8(const rapidjson::Value& root) {
     }
   }
   return true;
-}
-
-/// True when no byte has its high bit set. No early exit, so the compiler
-/// can vectorize it.
-bool is_ascii(std::string_view text) {
-  unsigned char any = 0;
-  for (char c : text)
-    any |= static_cast<unsigned char>(c);
-  return any < 0x80;
 }
 
 /// Finds the first byte at which `text` nests deeper than `max_depth`. A

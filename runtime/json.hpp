@@ -69,6 +69,13 @@ class scratch_document {
   rapidjson::Document doc_;
 };
 
+/// True when no byte of `text` has its high bit set.
+bool is_ascii(std::string_view text);
+
+/// True when `s` is well-formed UTF-8: no overlong forms, no surrogates,
+/// nothing past U+10FFFF.
+bool is_utf8(std::string_view s);
+
 /// Serializes a value compactly, for logs, storage and replies.
 std::string to_string(const rapidjson::Value& v);
 

@@ -358,6 +358,13 @@ TEST_F(Ingest, ErrorsNameWhatIsWrong) {
   EXPECT_NE(invalid.body.find(R"({"pointer":"/sender/identity","keyword":)"),
             std::string::npos)
     << invalid.body;
+  // U+0000 in a key: text columns cannot hold it (this was a 500).
+  auto nul = ingest(envelope(R"(e\u0000)"));
+  EXPECT_EQ(nul.status, 400);
+  EXPECT_NE(nul.body.find(
+              R"({"pointer":"/control/idempotency_key","keyword":"nul")"),
+            std::string::npos)
+    << nul.body;
   // Too large.
   auto big = envelope("e-2", std::string(5000, 'x'));
   auto too_big = ingest(big);

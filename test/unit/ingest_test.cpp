@@ -1,5 +1,12 @@
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
 #include <gtest/gtest.h>
 
+#include "runtime/dedupe.hpp"
+#include "runtime/embedded.hpp"
 #include "runtime/ingest.hpp"
 #include "runtime/uuid.hpp"
 
@@ -86,11 +93,359 @@ TEST(IngestParse, RejectsWhatPostgreSQLCouldNotStore) {
     << trailing.parse_error;
 }
 
+TEST(IngestParse, RejectsNulInEveryStoredIdentity) {
+  // The idempotency key and the event id end up in the dedupe key, which
+  // is text: both used to reach PostgreSQL and fail the batch (500).
+  auto base = telegram_body();
+  auto with = [&](const std::string& from, const std::string& to) {
+    auto b = base;
+    return b.replace(b.find(from), from.size(), to);
+  };
+  const std::pair<std::string, std::string> cases[] = {
+    {with(R"("918273")", R"("91\u00008273")"), "/event/external_event_id"},
+    {with(R"("policy_tier")", R"("idempotency_key":"k\u0000","policy_tier")"),
+     "/control/idempotency_key"},
+    {with(R"("bot-7")", R"("bot\u0000")"), "/source/endpoint_identity"},
+    {with(R"("user-9")", R"("user\u0000")"), "/sender/identity"},
+    {with(R"("c-1")", R"("c\u0000")"), "/event/external_thread_id"},
+    {with(R"("00-abc-def-01")", R"("00\u0000")"),
+     "/control/trace_context/traceparent"},
+  };
+  for (auto& [body, pointer] : cases) {
+    auto r = parse_ingest(body, 1 << 20, 300, now);
+    EXPECT_FALSE(r.record) << body;
+    ASSERT_EQ(r.violations.size(), 1u) << body;
+    EXPECT_EQ(r.violations[0].pointer, pointer);
+    EXPECT_EQ(r.violations[0].keyword, "nul");
+  }
+}
+
 TEST(IngestParse, RespectsTheSizeLimit) {
   auto body = telegram_body(std::string(2000, 'x'));
   auto r = parse_ingest(body, 1000, 300, now);
   EXPECT_FALSE(r.record);
   EXPECT_FALSE(r.parse_error.empty());
+}
+// -- the fast path against the full path ------------------------------------
+
+/// Bodies of the shapes connectors send, each valid.
+std::vector<std::string> valid_bodies() {
+  auto api = [](const std::string& text, const std::string& control) {
+    return R"({"schema_version":"ingest.v1","source":{"channel":"api",)"
+           R"("provider":"internal","endpoint_identity":"bench"},)"
+           R"("event":{"external_event_id":"e-1",)"
+           R"("observed_at":"2026-01-01T00:00:00Z"},)"
+           R"("sender":{"identity":"user-1234"},"payload":{"raw":{)"
+           R"("update_id":123456,"message":{"message_id":1,"ok":true,)"
+           R"("n":null,"f":-1.5e3,"list":[1,"a",{"b":[]}]}},)"
+           R"("normalized_text":")"
+           + text + R"("})" + control + "}";
+  };
+  return {
+    telegram_body(),
+    telegram_body(
+      "Kannst du \\u00e4ndern? \\ud83d\\ude00 \xc3\xa4 \xe2\x82\xac"),
+    api("move my appointment", R"(,"control":{"idempotency_key":"k-1"})"),
+    api("", ""),
+    api(R"(tabs\tand \\ \"quotes\")", R"(,"control":{"trace_context":null})"),
+    api("x", R"(,"control":{"trace_context":{"tracestate":[1,{"a":null}],)"
+             R"("traceparent":"00-1-2-01","baggage":"b"},)"
+             R"("policy_tier":"high_priority"})"),
+    R"({"payload":{"normalized_text":"hi","raw":{}},"sender":{"identity":)"
+    R"("a@b"},"event":{"observed_at":"2026-11-23T12:00:00.123456+05:30",)"
+    R"("external_thread_id":null,"external_event_id":"<m@x>"},)"
+    R"("source":{"endpoint_identity":"inbox","provider":"imap",)"
+    R"("channel":"email"},"schema_version":"ingest.v1"})",
+    " \n" + telegram_body() + "\n ",
+  };
+}
+
+/// Every field of the record except the request id, which is fresh per call.
+void expect_same_record(const inbox_record& a, const inbox_record& b,
+                        const std::string& body) {
+  EXPECT_EQ(a.context.received_at_us, b.context.received_at_us) << body;
+  EXPECT_EQ(a.context.source_channel, b.context.source_channel) << body;
+  EXPECT_EQ(a.context.source_endpoint_identity,
+            b.context.source_endpoint_identity)
+    << body;
+  EXPECT_EQ(a.context.source_sender_identity, b.context.source_sender_identity)
+    << body;
+  EXPECT_EQ(a.context.source_thread_identity, b.context.source_thread_identity)
+    << body;
+  EXPECT_EQ(a.context.trace_parent, b.context.trace_parent) << body;
+  EXPECT_EQ(a.dedupe_key, b.dedupe_key) << body;
+  EXPECT_EQ(a.raw_payload, b.raw_payload) << body;
+  EXPECT_EQ(a.normalized_text, b.normalized_text) << body;
+  EXPECT_EQ(a.policy_tier, b.policy_tier) << body;
+  EXPECT_EQ(a.schema_version, b.schema_version) << body;
+}
+
+TEST(IngestFastPath, TakesTheBodiesConnectorsSend) {
+  for (auto& body : valid_bodies()) {
+    auto fast = detail::parse_ingest_fast(body, 1 << 20, 300, now);
+    auto full = detail::parse_ingest_full(body, 1 << 20, 300, now);
+    ASSERT_TRUE(full.record) << body << full.parse_error;
+    ASSERT_TRUE(fast) << body;
+    expect_same_record(*fast, *full.record, body);
+  }
+}
+
+TEST(IngestFastPath, LeavesEveryViolationToTheFullPath) {
+  auto base = telegram_body();
+  auto with = [&](const std::string& from, const std::string& to) {
+    auto b = base;
+    auto at = b.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return b.replace(at, from.size(), to);
+  };
+  std::vector<std::string> invalid = {
+    with("ingest.v1", "ingest.v2"),
+    with(R"("telegram","provider")", R"("sms","provider")"),
+    with(R"("provider":"telegram")", R"("provider":"x")"),
+    with(R"("bot-7")", R"("")"),
+    with(R"("bot-7")", "\"" + std::string(257, 'b') + "\""),
+    with(R"("c-1")", "1"),
+    with(R"("c-1")", R"("")"),
+    with("2026-11-23T12:00:00Z", "2026-11-23 12:00:00Z"),
+    with("2026-11-23T12:00:00Z", "2026-11-23T12:00:00."),
+    with("2026-11-23T12:00:00Z", "2026-11-23T12:00:00+0100"),
+    with("2026-11-23T12:00:00Z", "2026-11-23T12:00:00Z "),
+    with("2026-11-23T12:00:00Z",
+         "2026-11-23T12:00:00." + std::string(50, '1') + "Z"),
+    with(R"("user-9")", "null"),
+    with(R"({"update_id":918273})", "[]"),
+    with(R"("interactive")", R"("urgent")"),
+    with(R"("policy_tier")", R"("priority")"),
+    with(R"(,"sender":{"identity":"user-9"})", ""),
+    with(R"("external_event_id":"918273",)", ""),
+    with(R"({"traceparent":"00-abc-def-01"})", "1"),
+    with(R"("hello")", "\"" + std::string(65537, 'h') + "\""),
+    with(R"("hello")", R"("a\u0000b")"),
+    with(R"("user-9")", R"("a\u0000b")"),
+    with(R"("hello")", R"("a\udc00b")"),
+    with(R"("hello")", "\"a\xc3"
+                       "b\""),
+    with(R"("hello")", "\"\xed\xa0\x80\""),
+    with(R"("hello")", R"("hello","extra":1)"),
+    base + "x",
+    base + std::string{"\0{}", 3},
+    "[" + base + "]",
+    R"("ingest.v1")",
+  };
+  for (auto& body : invalid) {
+    EXPECT_FALSE(detail::parse_ingest_fast(body, 1 << 20, 300, now)) << body;
+    EXPECT_FALSE(detail::parse_ingest_full(body, 1 << 20, 300, now).record)
+      << body;
+    EXPECT_FALSE(parse_ingest(body, 1 << 20, 300, now).record) << body;
+  }
+  EXPECT_FALSE(detail::parse_ingest_fast(base, base.size() - 1, 300, now));
+}
+
+TEST(IngestFastPath, LeavesTheUnusualToTheFullPath) {
+  // Valid, but not what the fast path vouches for: the full path decides.
+  auto base = telegram_body();
+  auto with = [&](const std::string& from, const std::string& to) {
+    auto b = base;
+    return b.replace(b.find(from), from.size(), to);
+  };
+  for (auto& body :
+       {with(R"("traceparent":"00-abc-def-01")", R"("traceparent":7)"),
+        with(R"("identity":"user-9")",
+             R"("identity":"user-9","identity":"user-8")")}) {
+    EXPECT_FALSE(detail::parse_ingest_fast(body, 1 << 20, 300, now)) << body;
+    auto full = detail::parse_ingest_full(body, 1 << 20, 300, now);
+    auto both = parse_ingest(body, 1 << 20, 300, now);
+    EXPECT_EQ(both.record.has_value(), full.record.has_value()) << body;
+    EXPECT_EQ(both.violations.size(), full.violations.size()) << body;
+  }
+}
+
+/// Deterministic bytes for the mutations (xorshift64).
+struct rng {
+  uint64_t state;
+  uint64_t next() {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  }
+  size_t below(size_t n) {
+    return static_cast<size_t>(next() % n);
+  }
+};
+
+/// Where each string literal of `body` starts and ends (its quotes),
+/// skipping escaped quotes.
+std::vector<std::pair<size_t, size_t>> string_spans(const std::string& body) {
+  std::vector<std::pair<size_t, size_t>> out;
+  for (size_t i = 0; i < body.size(); ++i) {
+    if (body[i] != '"')
+      continue;
+    size_t j = i + 1;
+    while (j < body.size() && body[j] != '"')
+      j += body[j] == '\\' ? 2 : 1;
+    if (j >= body.size())
+      break;
+    out.emplace_back(i, j);
+    i = j;
+  }
+  return out;
+}
+
+TEST(IngestFastPath, AcceptsOnlyWhatTheFullPathAcceptsWithTheSameRecord) {
+  // Fragments that make a body invalid, or unusual, or leave it valid:
+  // tokens, keys of the schema in the wrong place, escapes, bad UTF-8.
+  const std::vector<std::string> fragments = {
+    "{",
+    "}",
+    "[",
+    "]",
+    ",",
+    ":",
+    "\"",
+    "\\",
+    "null",
+    "true",
+    "1",
+    "-0.5e9",
+    "1e999",
+    R"("x")",
+    R"("")",
+    R"("ingest.v1")",
+    R"("telegram")",
+    R"("email")",
+    R"("api")",
+    R"("default")",
+    R"("channel":)",
+    R"("identity":"u",)",
+    R"("traceparent":)",
+    R"("raw":{},)",
+    R"("external_thread_id":null,)",
+    R"("control":{},)",
+    R"("extra":1,)",
+    R"("2026-01-01T00:00:00+01:00")",
+    R"("2026-01-01T00:00:00")",
+    R"(\u0000)",
+    R"(\udc00)",
+    R"(\ud83d\ude00)",
+    R"(\u00e9)",
+    "\xc3\xa4",
+    "\xc3",
+    "\xe2\x82",
+    "\xed\xa0\x80",
+    "\xf4\x90\x80\x80",
+    "\xef\xbb\xbf",
+    std::string{"\0", 1},
+    " ",
+    "\n",
+    std::string(300, 'x'),
+  };
+  // String contents at and around the schema's limits and enums.
+  std::string two_byte_256;
+  for (int i = 0; i < 256; ++i)
+    two_byte_256 += "\xc3\xa4";
+  const std::vector<std::string> contents = {
+    "",
+    "x",
+    std::string(256, 'k'),
+    std::string(257, 'k'),
+    two_byte_256,
+    two_byte_256 + "\xc3\xa4",
+    std::string(65536, 't'),
+    std::string(65537, 't'),
+    "ingest.v1",
+    "ingest.v2",
+    "telegram",
+    "slack",
+    "email",
+    "api",
+    "mcp",
+    "imap",
+    "internal",
+    "default",
+    "interactive",
+    "high_priority",
+    "traceparent",
+    "identity",
+    "raw",
+    "2026-01-01T00:00:00Z",
+    "2026-01-01T00:00:00.5-01:00",
+    "2026-01-01T00:00:00.Z",
+    "2026-01-01T00:00:00+01:0",
+    "2026-1-01T00:00:00Z",
+    "2026-01-01T00:00:00." + std::string(44, '9') + "Z",
+    "2026-01-01T00:00:00." + std::string(45, '9') + "Z",
+    R"(a\u0000)",
+    R"(\udc00)",
+    R"(\ud83d\ude00)",
+    R"(\u00e9)",
+    " <id@x> ",
+  };
+  const std::vector<std::string> values = {
+    "null", "1", "true", "{}", "[]", R"({"traceparent":"t"})", "[\"a\"]",
+  };
+  const auto bases = valid_bodies();
+  rng r{0x9E3779B97F4A7C15ULL};
+  int fast_accepted = 0;
+  int full_only = 0;
+  int both_rejected = 0;
+  constexpr int mutations = 40000;
+  for (int i = 0; i < mutations; ++i) {
+    auto body = bases[r.below(bases.size())];
+    auto edits = 1 + r.below(3);
+    for (size_t e = 0; e < edits && !body.empty(); ++e) {
+      if (r.below(2) == 0) {
+        // Syntax stays: a string's content (or the whole string) replaced.
+        auto quotes = string_spans(body);
+        if (quotes.empty())
+          continue;
+        auto [open, close] = quotes[r.below(quotes.size())];
+        if (r.below(4) == 0)
+          body.replace(open, close - open + 1, values[r.below(values.size())]);
+        else
+          body.replace(open + 1, close - open - 1,
+                       contents[r.below(contents.size())]);
+        continue;
+      }
+      auto at = r.below(body.size());
+      auto len = std::min(body.size() - at, r.below(12));
+      switch (r.below(3)) {
+        case 0: body.erase(at, len); break;
+        case 1: body.insert(at, fragments[r.below(fragments.size())]); break;
+        default:
+          body.replace(at, len, fragments[r.below(fragments.size())]);
+          break;
+      }
+    }
+    auto fast = detail::parse_ingest_fast(body, 1 << 20, 300, now);
+    auto full = detail::parse_ingest_full(body, 1 << 20, 300, now);
+    if (fast) {
+      ++fast_accepted;
+      ASSERT_TRUE(full.record)
+        << "the fast path accepted what the full path rejects: " << body;
+      expect_same_record(*fast, *full.record, body);
+    } else if (full.record) {
+      ++full_only;
+    } else {
+      ++both_rejected;
+    }
+  }
+  // The mutations must exercise both outcomes, or the test shows nothing.
+  EXPECT_GT(fast_accepted, mutations / 50);
+  EXPECT_GT(both_rejected, mutations / 4);
+  RecordProperty("fast_accepted", fast_accepted);
+  RecordProperty("full_only", full_only);
+  RecordProperty("both_rejected", both_rejected);
+}
+
+TEST(IngestFastPath, WasWrittenAgainstThisSchema) {
+  // parse_ingest_fast mirrors schemas/ingest.v1.json by hand. When the
+  // schema changes, change the fast path to match (runtime/ingest.cpp),
+  // extend the tests above, then update this fingerprint.
+  auto schema = embedded("schemas/ingest.v1.json");
+  ASSERT_TRUE(schema);
+  EXPECT_EQ(sha256_hex(*schema),
+            "a90326e9fc739677649dd6089db131e6f11709d4d8da67aafbce0c947e187424");
 }
 
 } // namespace
