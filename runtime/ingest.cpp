@@ -78,17 +78,8 @@ std::string_view get_string(const rapidjson::Value& root,
 
 // -- the fast path: one SAX pass, no DOM, no generic checker ----------------
 
-/// Counts code points, as draft-04's minLength and maxLength do; the reader
-/// has established that the string is valid UTF-8.
-size_t code_points(std::string_view s) {
-  size_t n = 0;
-  for (char c : s)
-    n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-  return n;
-}
-
 bool is_identity(std::string_view s) {
-  auto n = code_points(s);
+  auto n = json::code_points(s);
   return n >= 1 && n <= 256;
 }
 
@@ -190,7 +181,8 @@ class fast_reader
       case field::identity:
         return is_identity(s) && capture(out_.sender_identity, s);
       case field::normalized_text:
-        return code_points(s) <= 65536 && capture(out_.normalized_text, s);
+        return json::code_points(s) <= 65536
+               && capture(out_.normalized_text, s);
       case field::idempotency_key:
         return is_identity(s) && capture(out_.idempotency_key, s);
       case field::policy_tier:

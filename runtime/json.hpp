@@ -76,6 +76,10 @@ bool is_ascii(std::string_view text);
 /// nothing past U+10FFFF.
 bool is_utf8(std::string_view s);
 
+/// Counts the code points of UTF-8 text (the lead bytes), as draft-04's
+/// minLength and maxLength do.
+size_t code_points(std::string_view s);
+
 /// Serializes a value compactly, for logs, storage and replies.
 std::string to_string(const rapidjson::Value& v);
 

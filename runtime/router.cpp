@@ -53,13 +53,6 @@ std::pair<uint32_t, size_t> decode(std::string_view s, size_t i) {
   return {cp, len};
 }
 
-size_t code_points(std::string_view s) {
-  size_t n = 0;
-  for (char c : s)
-    n += is_continuation(static_cast<unsigned char>(c)) ? 0 : 1;
-  return n;
-}
-
 /// Cuts `s` to at most `max` bytes without splitting a UTF-8 sequence (and
 /// thereby to at most `max` code points).
 std::string truncated(std::string s, size_t max) {
@@ -180,7 +173,7 @@ const std::unordered_set<std::string_view>& stop_words() {
 }
 
 bool is_content_word(const std::string& w) {
-  return code_points(w) >= 4 && stop_words().count(w) == 0;
+  return json::code_points(w) >= 4 && stop_words().count(w) == 0;
 }
 
 bool has_phrase(const std::vector<std::string>& words,

@@ -1,6 +1,7 @@
 #include "runtime/schema.hpp"
 
 #include "runtime/embedded.hpp"
+#include "runtime/json.hpp"
 
 // GCC 12 reports a false -Wmaybe-uninitialized inside libstdc++'s regex
 // compiler (std::function in regex_automaton.h) when building with
@@ -104,16 +105,6 @@ std::string escape_token(std::string_view token) {
       out += c;
   }
   return out;
-}
-
-/// Counts code points, as draft-04 requires for minLength and maxLength;
-/// parsed strings are valid UTF-8, so counting lead bytes suffices.
-size_t code_points(std::string_view s) {
-  size_t n = 0;
-  for (char c : s)
-    if ((static_cast<unsigned char>(c) & 0xC0) != 0x80)
-      ++n;
-  return n;
 }
 
 std::string truncated(std::string s, size_t max) {
@@ -546,7 +537,7 @@ class schema::checker {
     auto text = view(v);
     if (!n.min_length && !n.max_length && !n.pattern)
       return;
-    auto length = code_points(text);
+    auto length = json::code_points(text);
     if (n.min_length && length < *n.min_length)
       report("minLength", "string has " + std::to_string(length)
                             + " characters, fewer than the minimum of "
