@@ -132,6 +132,114 @@ bool one_of(std::string_view s, std::initializer_list<std::string_view> xs) {
   return false;
 }
 
+// -- the fast path: what it knows of schemas/ingest.v1.json ----------------
+
+enum class scope : uint8_t {
+  top,
+  source,
+  event,
+  sender,
+  payload,
+  control,
+  trace,
+};
+
+/// What the next value is: a field of the envelope, or `skip`, a member
+/// of `trace_context` other than `traceparent`, which may be anything.
+enum class field : uint8_t {
+  none,
+  schema_version,
+  source,
+  event,
+  sender,
+  payload,
+  control,
+  channel,
+  provider,
+  endpoint_identity,
+  external_event_id,
+  external_thread_id,
+  observed_at,
+  identity,
+  raw,
+  normalized_text,
+  idempotency_key,
+  trace_context,
+  policy_tier,
+  traceparent,
+  skip,
+};
+
+/// Every key of the schema: the object it belongs in, the field it
+/// names, and whether the schema requires it there.
+struct key_rule {
+  scope in;
+  std::string_view name;
+  field names;
+  bool required;
+};
+constexpr key_rule rules[] = {
+  {scope::top, "schema_version", field::schema_version, true},
+  {scope::top, "source", field::source, true},
+  {scope::top, "event", field::event, true},
+  {scope::top, "sender", field::sender, true},
+  {scope::top, "payload", field::payload, true},
+  {scope::top, "control", field::control, false},
+  {scope::source, "channel", field::channel, true},
+  {scope::source, "provider", field::provider, true},
+  {scope::source, "endpoint_identity", field::endpoint_identity, true},
+  {scope::event, "external_event_id", field::external_event_id, true},
+  {scope::event, "external_thread_id", field::external_thread_id, false},
+  {scope::event, "observed_at", field::observed_at, true},
+  {scope::sender, "identity", field::identity, true},
+  {scope::payload, "raw", field::raw, true},
+  {scope::payload, "normalized_text", field::normalized_text, true},
+  {scope::control, "idempotency_key", field::idempotency_key, false},
+  {scope::control, "trace_context", field::trace_context, false},
+  {scope::control, "policy_tier", field::policy_tier, false},
+  {scope::trace, "traceparent", field::traceparent, false},
+};
+
+constexpr uint32_t bit(field f) {
+  return uint32_t{1} << static_cast<unsigned>(f);
+}
+
+constexpr size_t scopes = static_cast<size_t>(scope::trace) + 1;
+
+/// Per scope, which fields it requires, and where its rules start (they
+/// are grouped by scope): derived from `rules` at compile time.
+struct rule_index {
+  std::array<uint32_t, scopes> required{};
+  std::array<size_t, scopes + 1> first{};
+};
+constexpr rule_index index_rules() {
+  rule_index out;
+  for (size_t i = std::size(rules); i-- > 0;) {
+    auto s = static_cast<size_t>(rules[i].in);
+    if (rules[i].required)
+      out.required[s] |= bit(rules[i].names);
+    out.first[s] = i;
+  }
+  out.first[scopes] = std::size(rules);
+  return out;
+}
+constexpr rule_index by_scope = index_rules();
+
+/// `index_rules` needs the rules grouped by scope, every scope present, in
+/// the enum's order.
+constexpr bool every_scope_in_order() {
+  for (size_t i = 1; i < std::size(rules); ++i) {
+    auto prev = static_cast<size_t>(rules[i - 1].in);
+    auto next = static_cast<size_t>(rules[i].in);
+    if (next != prev && next != prev + 1)
+      return false;
+  }
+  return rules[0].in == scope::top
+         && rules[std::size(rules) - 1].in == scope::trace;
+}
+static_assert(every_scope_in_order(),
+              "rules: every scope, grouped, in the enum's order");
+
 /// A SAX handler that accepts only envelopes it can vouch for: every
 /// constraint of `schemas/ingest.v1.json`, checked as the values stream by.
 /// Anything else — a violation, but also anything merely unusual, such as a
@@ -203,10 +311,9 @@ class fast_reader
     if (f == field::none)
       return false; // additionalProperties: false
     if (f != field::skip) {
-      auto bit = uint32_t{1} << static_cast<unsigned>(f);
-      if (seen_ & bit)
+      if (seen_ & bit(f))
         return false; // a repeated key: the full path decides
-      seen_ |= bit;
+      seen_ |= bit(f);
     }
     pending_ = f;
     return true;
@@ -262,117 +369,18 @@ class fast_reader
   }
 
  private:
-  enum class scope : uint8_t {
-    top,
-    source,
-    event,
-    sender,
-    payload,
-    control,
-    trace,
-  };
-
-  /// What the next value is: a field of the envelope, or `skip`, a member
-  /// of `trace_context` other than `traceparent`, which may be anything.
-  enum class field : uint8_t {
-    none,
-    schema_version,
-    source,
-    event,
-    sender,
-    payload,
-    control,
-    channel,
-    provider,
-    endpoint_identity,
-    external_event_id,
-    external_thread_id,
-    observed_at,
-    identity,
-    raw,
-    normalized_text,
-    idempotency_key,
-    trace_context,
-    policy_tier,
-    traceparent,
-    skip,
-  };
-
-  static constexpr uint32_t bits(std::initializer_list<field> fs) {
-    uint32_t out = 0;
-    for (auto f : fs)
-      out |= uint32_t{1} << static_cast<unsigned>(f);
-    return out;
-  }
-
   static uint32_t required_fields(scope s) {
-    switch (s) {
-      case scope::top:
-        return bits({field::schema_version, field::source, field::event,
-                     field::sender, field::payload});
-      case scope::source:
-        return bits(
-          {field::channel, field::provider, field::endpoint_identity});
-      case scope::event:
-        return bits({field::external_event_id, field::observed_at});
-      case scope::sender: return bits({field::identity});
-      case scope::payload: return bits({field::raw, field::normalized_text});
-      default: return 0;
-    }
+    return by_scope.required[static_cast<size_t>(s)];
   }
 
+  /// The field `k` names in `s`: `none` for a key the schema does not allow
+  /// there, `skip` for any other member of `trace_context`.
   static field key_field(scope s, std::string_view k) {
-    switch (s) {
-      case scope::top:
-        if (k == "schema_version")
-          return field::schema_version;
-        if (k == "source")
-          return field::source;
-        if (k == "event")
-          return field::event;
-        if (k == "sender")
-          return field::sender;
-        if (k == "payload")
-          return field::payload;
-        if (k == "control")
-          return field::control;
-        return field::none;
-      case scope::source:
-        if (k == "channel")
-          return field::channel;
-        if (k == "provider")
-          return field::provider;
-        if (k == "endpoint_identity")
-          return field::endpoint_identity;
-        return field::none;
-      case scope::event:
-        if (k == "external_event_id")
-          return field::external_event_id;
-        if (k == "external_thread_id")
-          return field::external_thread_id;
-        if (k == "observed_at")
-          return field::observed_at;
-        return field::none;
-      case scope::sender:
-        return k == "identity" ? field::identity : field::none;
-      case scope::payload:
-        if (k == "raw")
-          return field::raw;
-        if (k == "normalized_text")
-          return field::normalized_text;
-        return field::none;
-      case scope::control:
-        if (k == "idempotency_key")
-          return field::idempotency_key;
-        if (k == "trace_context")
-          return field::trace_context;
-        if (k == "policy_tier")
-          return field::policy_tier;
-        return field::none;
-      case scope::trace:
-        return k == "traceparent" ? field::traceparent : field::skip;
-    }
-    return field::none;
+    auto i = static_cast<size_t>(s);
+    for (auto r = by_scope.first[i]; r < by_scope.first[i + 1]; ++r)
+      if (rules[r].name == k)
+        return rules[r].names;
+    return s == scope::trace ? field::skip : field::none;
   }
 
   /// True for a scalar inside a free-form value, or a scalar member of
