@@ -28,6 +28,14 @@ std::string telegram_body(const std::string& text = "hello") {
            R"({"traceparent":"00-abc-def-01"}}})";
 }
 
+/// telegram_body() with the first `from` replaced by `to`.
+std::string telegram_with(const std::string& from, const std::string& to) {
+  auto b = telegram_body();
+  auto at = b.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return at == std::string::npos ? b : b.replace(at, from.size(), to);
+}
+
 TEST(IngestParse, BuildsContextRecordAndDedupeKey) {
   auto body = telegram_body();
   auto r = parse_ingest(body, 1 << 20, 300, now);
@@ -96,19 +104,17 @@ TEST(IngestParse, RejectsWhatPostgreSQLCouldNotStore) {
 TEST(IngestParse, RejectsNulInEveryStoredIdentity) {
   // The idempotency key and the event id end up in the dedupe key, which
   // is text: both used to reach PostgreSQL and fail the batch (500).
-  auto base = telegram_body();
-  auto with = [&](const std::string& from, const std::string& to) {
-    auto b = base;
-    return b.replace(b.find(from), from.size(), to);
-  };
   const std::pair<std::string, std::string> cases[] = {
-    {with(R"("918273")", R"("91\u00008273")"), "/event/external_event_id"},
-    {with(R"("policy_tier")", R"("idempotency_key":"k\u0000","policy_tier")"),
+    {telegram_with(R"("918273")", R"("91\u00008273")"),
+     "/event/external_event_id"},
+    {telegram_with(R"("policy_tier")",
+                   R"("idempotency_key":"k\u0000","policy_tier")"),
      "/control/idempotency_key"},
-    {with(R"("bot-7")", R"("bot\u0000")"), "/source/endpoint_identity"},
-    {with(R"("user-9")", R"("user\u0000")"), "/sender/identity"},
-    {with(R"("c-1")", R"("c\u0000")"), "/event/external_thread_id"},
-    {with(R"("00-abc-def-01")", R"("00\u0000")"),
+    {telegram_with(R"("bot-7")", R"("bot\u0000")"),
+     "/source/endpoint_identity"},
+    {telegram_with(R"("user-9")", R"("user\u0000")"), "/sender/identity"},
+    {telegram_with(R"("c-1")", R"("c\u0000")"), "/event/external_thread_id"},
+    {telegram_with(R"("00-abc-def-01")", R"("00\u0000")"),
      "/control/trace_context/traceparent"},
   };
   for (auto& [body, pointer] : cases) {
@@ -192,41 +198,35 @@ TEST(IngestFastPath, TakesTheBodiesConnectorsSend) {
 
 TEST(IngestFastPath, LeavesEveryViolationToTheFullPath) {
   auto base = telegram_body();
-  auto with = [&](const std::string& from, const std::string& to) {
-    auto b = base;
-    auto at = b.find(from);
-    EXPECT_NE(at, std::string::npos) << from;
-    return b.replace(at, from.size(), to);
-  };
   std::vector<std::string> invalid = {
-    with("ingest.v1", "ingest.v2"),
-    with(R"("telegram","provider")", R"("sms","provider")"),
-    with(R"("provider":"telegram")", R"("provider":"x")"),
-    with(R"("bot-7")", R"("")"),
-    with(R"("bot-7")", "\"" + std::string(257, 'b') + "\""),
-    with(R"("c-1")", "1"),
-    with(R"("c-1")", R"("")"),
-    with("2026-11-23T12:00:00Z", "2026-11-23 12:00:00Z"),
-    with("2026-11-23T12:00:00Z", "2026-11-23T12:00:00."),
-    with("2026-11-23T12:00:00Z", "2026-11-23T12:00:00+0100"),
-    with("2026-11-23T12:00:00Z", "2026-11-23T12:00:00Z "),
-    with("2026-11-23T12:00:00Z",
-         "2026-11-23T12:00:00." + std::string(50, '1') + "Z"),
-    with(R"("user-9")", "null"),
-    with(R"({"update_id":918273})", "[]"),
-    with(R"("interactive")", R"("urgent")"),
-    with(R"("policy_tier")", R"("priority")"),
-    with(R"(,"sender":{"identity":"user-9"})", ""),
-    with(R"("external_event_id":"918273",)", ""),
-    with(R"({"traceparent":"00-abc-def-01"})", "1"),
-    with(R"("hello")", "\"" + std::string(65537, 'h') + "\""),
-    with(R"("hello")", R"("a\u0000b")"),
-    with(R"("user-9")", R"("a\u0000b")"),
-    with(R"("hello")", R"("a\udc00b")"),
-    with(R"("hello")", "\"a\xc3"
-                       "b\""),
-    with(R"("hello")", "\"\xed\xa0\x80\""),
-    with(R"("hello")", R"("hello","extra":1)"),
+    telegram_with("ingest.v1", "ingest.v2"),
+    telegram_with(R"("telegram","provider")", R"("sms","provider")"),
+    telegram_with(R"("provider":"telegram")", R"("provider":"x")"),
+    telegram_with(R"("bot-7")", R"("")"),
+    telegram_with(R"("bot-7")", "\"" + std::string(257, 'b') + "\""),
+    telegram_with(R"("c-1")", "1"),
+    telegram_with(R"("c-1")", R"("")"),
+    telegram_with("2026-11-23T12:00:00Z", "2026-11-23 12:00:00Z"),
+    telegram_with("2026-11-23T12:00:00Z", "2026-11-23T12:00:00."),
+    telegram_with("2026-11-23T12:00:00Z", "2026-11-23T12:00:00+0100"),
+    telegram_with("2026-11-23T12:00:00Z", "2026-11-23T12:00:00Z "),
+    telegram_with("2026-11-23T12:00:00Z",
+                  "2026-11-23T12:00:00." + std::string(50, '1') + "Z"),
+    telegram_with(R"("user-9")", "null"),
+    telegram_with(R"({"update_id":918273})", "[]"),
+    telegram_with(R"("interactive")", R"("urgent")"),
+    telegram_with(R"("policy_tier")", R"("priority")"),
+    telegram_with(R"(,"sender":{"identity":"user-9"})", ""),
+    telegram_with(R"("external_event_id":"918273",)", ""),
+    telegram_with(R"({"traceparent":"00-abc-def-01"})", "1"),
+    telegram_with(R"("hello")", "\"" + std::string(65537, 'h') + "\""),
+    telegram_with(R"("hello")", R"("a\u0000b")"),
+    telegram_with(R"("user-9")", R"("a\u0000b")"),
+    telegram_with(R"("hello")", R"("a\udc00b")"),
+    telegram_with(R"("hello")", "\"a\xc3"
+                                "b\""),
+    telegram_with(R"("hello")", "\"\xed\xa0\x80\""),
+    telegram_with(R"("hello")", R"("hello","extra":1)"),
     base + "x",
     base + std::string{"\0{}", 3},
     "[" + base + "]",
@@ -243,15 +243,10 @@ TEST(IngestFastPath, LeavesEveryViolationToTheFullPath) {
 
 TEST(IngestFastPath, LeavesTheUnusualToTheFullPath) {
   // Valid, but not what the fast path vouches for: the full path decides.
-  auto base = telegram_body();
-  auto with = [&](const std::string& from, const std::string& to) {
-    auto b = base;
-    return b.replace(b.find(from), from.size(), to);
-  };
   for (auto& body :
-       {with(R"("traceparent":"00-abc-def-01")", R"("traceparent":7)"),
-        with(R"("identity":"user-9")",
-             R"("identity":"user-9","identity":"user-8")")}) {
+       {telegram_with(R"("traceparent":"00-abc-def-01")", R"("traceparent":7)"),
+        telegram_with(R"("identity":"user-9")",
+                      R"("identity":"user-9","identity":"user-8")")}) {
     EXPECT_FALSE(detail::parse_ingest_fast(body, 1 << 20, 300, now)) << body;
     auto full = detail::parse_ingest_full(body, 1 << 20, 300, now);
     auto both = parse_ingest(body, 1 << 20, 300, now);
