@@ -64,22 +64,38 @@ int idle_connection(writer_ptr self) {
   return -1;
 }
 
-/// The connection for the next batch of lifecycle and routing writes, or -1
-/// to wait. Connection 0 is theirs; only while it is down may another take
-/// them. One such batch is in flight at a time, whichever connection
-/// carries it, so they commit in the order they were submitted.
-int ordered_connection(writer_ptr self) {
+/// A connection for the next batch of lifecycle and routing writes (`ready`
+/// of them wait in lanes with no batch in flight), or -1 to wait. The first
+/// lane connection that is up takes every batch; the others spill over, as
+/// the append connections do: they take one only while it is busy and at
+/// least a quarter of `max_batch` writes wait. At moderate load routing
+/// writes keep to one connection in batches that grow while it commits;
+/// under load two batches commit at once, each still large. While every
+/// lane connection is down, any idle connection.
+int lane_connection(writer_ptr self, size_t ready) {
   auto& st = self->state;
-  if (st.ordered_in_flight)
-    return -1;
-  if (st.up[0])
-    return usable(self, 0) ? 0 : -1;
-  return idle_connection(self);
+  size_t spill = std::max<size_t>(1, st.cfg.max_batch / 4);
+  bool own_up = false;
+  for (size_t i = 0; i < st.lanes.size(); ++i) {
+    if (!st.up[i])
+      continue;
+    if (usable(self, i) && (!own_up || ready >= spill))
+      return static_cast<int>(i);
+    own_up = true;
+  }
+  return own_up ? -1 : idle_connection(self);
 }
 
-/// The connection for the next batch of appends alone, or -1 to wait: with
-/// more than one connection, appends have the others to themselves, so
-/// group commit of new requests never queues behind routing writes.
+/// The connections after the lanes' carry appends alone (with a single
+/// connection there are none, and lane 0 takes appends along).
+bool has_append_connections(writer_ptr self) {
+  auto& st = self->state;
+  return st.connections.size() > st.lanes.size();
+}
+
+/// The connection for the next batch of appends alone, or -1 to wait: the
+/// append connections have them to themselves, so group commit of new
+/// requests never queues behind routing writes.
 ///
 /// The first of those that is up takes every batch. The others only spill
 /// over: they take one while it is busy and at least a quarter of
@@ -91,16 +107,18 @@ int append_connection(writer_ptr self) {
   auto& st = self->state;
   bool own_up = false;
   size_t spill = std::max<size_t>(1, st.cfg.max_batch / 4);
-  for (size_t i = 1; i < st.connections.size(); ++i) {
+  for (size_t i = st.lanes.size(); i < st.connections.size(); ++i) {
     if (!st.up[i])
       continue;
     if (usable(self, i) && (!own_up || st.pending.appends.size() >= spill))
       return static_cast<int>(i);
     own_up = true;
   }
-  // All of their own are down (or there is just one connection): share.
-  if (!own_up && usable(self, 0) && !st.ordered_in_flight)
-    return 0;
+  // All of their own are down: share an idle lane connection.
+  if (!own_up && has_append_connections(self))
+    for (size_t i = 0; i < st.lanes.size(); ++i)
+      if (usable(self, i))
+        return static_cast<int>(i);
   return -1;
 }
 
@@ -153,61 +171,60 @@ void deliver(batch_waiters& w, const caf::error& err) {
     rp.deliver(err);
 }
 
-/// Hands pending work to idle connections, one transaction each.
-void send_batch(writer_ptr self, int idx, bool ordered);
-
 /// A butler storing a new work item (its route.execute accept) is an
-/// independent insert, like a new request: it may ride the append lane.
+/// independent insert, like a new request: it rides an append connection
+/// (when there is one), and waits for one flush, not for the routing
+/// writes ahead of it as well. Its butler's accepts then all take the
+/// append connections, so they commit in arrival order.
 bool is_work_append(const work_op& op) {
   return op.kind == work_op_kind::append;
 }
 
-bool has_work_appends(writer_ptr self) {
-  auto& work = self->state.pending.work;
-  return std::any_of(work.begin(), work.end(), is_work_append);
+/// The lane of a write with ordering key `key`.
+size_t lane_of(writer_ptr self, std::string_view key) {
+  auto n = self->state.lanes.size();
+  return n == 1 ? 0 : std::hash<std::string_view>{}(key) % n;
 }
 
-/// With lanes for appends (more than one connection), a work append only
-/// ever rides one of those: were the ordered lane to take some too, two
-/// accepts for the same butler could commit in two transactions in either
-/// order, and its queue would no longer be in arrival order.
-bool rides_ordered_lane(writer_ptr self, const work_op& op) {
-  return self->state.connections.size() == 1 || !is_work_append(op);
+/// What orders each kind of write: its request, its work item (recovery
+/// leases: their butler), or a named statement's key.
+std::string_view key_of(const inbox_ref& x) {
+  return x.request_id;
+}
+std::string_view key_of(const completion& x) {
+  return x.ref.request_id;
+}
+std::string_view key_of(const work_op& x) {
+  return x.kind == work_op_kind::lease ? x.item.butler : x.item.work_id;
+}
+std::string_view key_of(const named_statement& x) {
+  if (!x.key.empty() || x.params.empty())
+    return x.key;
+  return x.params.front();
 }
 
-bool has_ordered_work(writer_ptr self) {
-  auto& work = self->state.pending.work;
-  return std::any_of(work.begin(), work.end(), [self](const work_op& op) {
-    return rides_ordered_lane(self, op);
-  });
+/// Whether a batch may take `n` more writes.
+size_t room_in(const write_batch& b, size_t max_batch) {
+  return b.size() >= max_batch ? 0 : max_batch - b.size();
 }
 
-/// Moves up to `room` pending work ops that `pick` selects (and their
-/// waiters) into `batch`, keeping the order of everything else.
-template<class Pick>
-size_t take_work(writer_ptr self, write_batch& batch, batch_waiters& waiters,
-                 size_t room, Pick pick) {
-  auto& st = self->state;
-  auto& work = st.pending.work;
-  auto& waiting = st.pending_waiters.work;
-  size_t taken = 0;
-  size_t keep = 0;
-  for (size_t i = 0; i < work.size(); ++i) {
-    if (taken < room && pick(work[i])) {
-      batch.work.push_back(std::move(work[i]));
-      waiters.work.push_back(std::move(waiting[i]));
-      ++taken;
-    } else {
-      if (keep != i) {
-        work[keep] = std::move(work[i]);
-        waiting[keep] = std::move(waiting[i]);
-      }
-      ++keep;
-    }
-  }
-  work.resize(keep);
-  waiting.resize(keep);
-  return taken;
+void send_batch(writer_ptr self, int idx, write_batch batch,
+                batch_waiters waiters, std::vector<size_t> lanes);
+
+/// Moves everything of `from` (and its waiters) to the end of `to`.
+void append_to(write_batch& to, batch_waiters& to_waiting, write_batch& from,
+               batch_waiters& from_waiting) {
+  take(from.appends, to.appends, from.appends.size());
+  take(from.claims, to.claims, from.claims.size());
+  take(from.completions, to.completions, from.completions.size());
+  take(from.work, to.work, from.work.size());
+  take(from.named, to.named, from.named.size());
+  take(from_waiting.appends, to_waiting.appends, from_waiting.appends.size());
+  take(from_waiting.claims, to_waiting.claims, from_waiting.claims.size());
+  take(from_waiting.completions, to_waiting.completions,
+       from_waiting.completions.size());
+  take(from_waiting.work, to_waiting.work, from_waiting.work.size());
+  take(from_waiting.named, to_waiting.named, from_waiting.named.size());
 }
 
 /// With `group_commit_delay_us`, whether a batch of appends that is not
@@ -233,75 +250,111 @@ bool hold_appends(writer_ptr self) {
   return true;
 }
 
-/// Hands pending work to free connections: lifecycle and routing writes
-/// (claims, completions, work items, named statements) together with any
-/// appends that fit, on the ordered lane; appends alone on the others.
+/// Moves up to `room` waiting appends (new requests first, then new work
+/// items) into `batch`.
+void take_appends(writer_ptr self, write_batch& batch, batch_waiters& waiters,
+                  size_t room) {
+  auto& st = self->state;
+  auto n = std::min(room, st.pending.appends.size());
+  take(st.pending.appends, batch.appends, n);
+  take(st.pending_waiters.appends, waiters.appends, n);
+  n = std::min(room - n, st.pending.work.size());
+  take(st.pending.work, batch.work, n);
+  take(st.pending_waiters.work, waiters.work, n);
+}
+
+/// Hands waiting work to free connections: each lane's next batch to its
+/// connection, appends to theirs.
 void dispatch(writer_ptr self) {
   auto& st = self->state;
   st.flush_scheduled = false;
-  for (;;) {
-    bool has_ordered = !st.pending.claims.empty()
-                       || !st.pending.completions.empty()
-                       || has_ordered_work(self) || !st.pending.named.empty();
-    int idx;
-    if (has_ordered && (idx = ordered_connection(self)) >= 0)
-      send_batch(self, idx, true);
-    else if ((!st.pending.appends.empty() || has_work_appends(self))
-             && (idx = append_connection(self)) >= 0 && !hold_appends(self))
-      send_batch(self, idx, false);
-    else
-      return;
+  for (bool sent = true; sent;) {
+    sent = false;
+    // A free connection takes every lane that has writes waiting and no
+    // batch in flight, as one batch: at low load a write goes out at once
+    // beside another lane's commit; under load the batches grow instead of
+    // multiplying (each commit costs both sides CPU of its own).
+    int idx = -1;
+    std::vector<size_t> ready;
+    size_t waiting = 0;
+    for (size_t i = 0; i < st.lanes.size(); ++i)
+      if (st.lanes[i].pending.size() > 0 && !st.lanes[i].in_flight) {
+        ready.push_back(i);
+        waiting += st.lanes[i].pending.size();
+      }
+    if (!ready.empty() && (idx = lane_connection(self, waiting)) >= 0) {
+      write_batch batch;
+      batch_waiters waiters;
+      std::vector<size_t> taken;
+      for (auto i : ready) {
+        auto& lane = st.lanes[i];
+        if (batch.size() > 0
+            && batch.size() + lane.pending.size() > st.cfg.max_batch)
+          continue;
+        append_to(batch, waiters, lane.pending, lane.waiters);
+        lane.pending = write_batch{};
+        lane.waiters = batch_waiters{};
+        taken.push_back(i);
+      }
+      // Without append connections, appends ride along.
+      if (!has_append_connections(self))
+        take_appends(self, batch, waiters, room_in(batch, st.cfg.max_batch));
+      send_batch(self, idx, std::move(batch), std::move(waiters),
+                 std::move(taken));
+      sent = true;
+    }
+    if (st.pending.size() == 0)
+      continue;
+    // Appends: on their own connections; without any, on a lane's
+    // connection as lane 0's turn (the one connection carries everything).
+    std::vector<size_t> turn;
+    if (has_append_connections(self)) {
+      idx = append_connection(self);
+    } else if (!st.lanes[0].in_flight) {
+      idx = lane_connection(self, st.pending.size());
+      turn.push_back(0);
+    } else {
+      idx = -1;
+    }
+    if (idx < 0 || hold_appends(self))
+      continue;
+    write_batch batch;
+    batch_waiters waiters;
+    take_appends(self, batch, waiters, st.cfg.max_batch);
+    st.last_append_batch = self->clock().now();
+    send_batch(self, idx, std::move(batch), std::move(waiters),
+               std::move(turn));
+    sent = true;
   }
 }
 
-void send_batch(writer_ptr self, int idx, bool ordered) {
+void send_batch(writer_ptr self, int idx, write_batch batch,
+                batch_waiters waiters, std::vector<size_t> lanes) {
   auto& st = self->state;
-  write_batch batch;
-  batch_waiters waiters;
-  size_t room = st.cfg.max_batch;
-  auto move_kind = [&](auto items, auto waiting) {
-    auto n = std::min(room, (st.pending.*items).size());
-    take(st.pending.*items, batch.*items, n);
-    take(st.pending_waiters.*waiting, waiters.*waiting, n);
-    room -= n;
-  };
-  if (ordered) {
-    move_kind(&write_batch::claims, &batch_waiters::claims);
-    move_kind(&write_batch::completions, &batch_waiters::completions);
-    room -= take_work(self, batch, waiters, room, [self](const work_op& op) {
-      return rides_ordered_lane(self, op);
-    });
-    move_kind(&write_batch::named, &batch_waiters::named);
-  }
-  // Appends ride along on the ordered lane only when they have no lane of
-  // their own (a single connection).
-  if (!ordered || st.connections.size() == 1)
-    move_kind(&write_batch::appends, &batch_waiters::appends);
-  // So do a butler's new work items: an accept then waits for one flush,
-  // not for the lifecycle batch ahead of it as well.
-  if (!ordered)
-    room -= take_work(self, batch, waiters, room, is_work_append);
   st.busy[idx] = true;
-  if (ordered)
-    st.ordered_in_flight = true;
-  else
-    st.last_append_batch = self->clock().now();
+  for (auto i : lanes)
+    st.lanes[i].in_flight = true;
   auto size = batch.size();
   auto appends = batch.appends.size();
   auto claims = batch.claims.size();
   auto completions = batch.completions.size();
   auto work = batch.work.size();
+  auto named = batch.named.size();
   auto started = std::chrono::steady_clock::now();
+  auto release = [self, idx, lanes] {
+    auto& st = self->state;
+    st.busy[idx] = false;
+    for (auto i : lanes)
+      st.lanes[i].in_flight = false;
+  };
   self
     ->request(st.connections[idx], caf::infinite, write_atom_v,
               std::move(batch))
     .then(
-      [self, idx, ordered, waiters, size, appends, claims, completions, work,
+      [self, release, waiters, size, appends, claims, completions, work, named,
        started](write_result& r) mutable {
         auto& st = self->state;
-        st.busy[idx] = false;
-        if (ordered)
-          st.ordered_in_flight = false;
+        release();
         st.commits->inc();
         st.status.commits += 1;
         st.status.rows += size;
@@ -309,6 +362,7 @@ void send_batch(writer_ptr self, int idx, bool ordered) {
         st.claimed->inc(claims);
         st.completed->inc(completions);
         st.worked->inc(work);
+        st.named_rows->inc(named);
         st.batch_sizes->observe(static_cast<double>(size));
         using ms = std::chrono::duration<double, std::milli>;
         st.flush_ms->observe(
@@ -316,11 +370,9 @@ void send_batch(writer_ptr self, int idx, bool ordered) {
         deliver(waiters, r);
         dispatch(self);
       },
-      [self, idx, ordered, waiters, size](caf::error& err) mutable {
+      [self, release, waiters, size](caf::error& err) mutable {
         auto& st = self->state;
-        st.busy[idx] = false;
-        if (ordered)
-          st.ordered_in_flight = false;
+        release();
         st.unavailable->inc(size);
         deliver(waiters, err);
         dispatch(self);
@@ -329,14 +381,21 @@ void send_batch(writer_ptr self, int idx, bool ordered) {
 
 /// Flushes now when a batch is full, else once the mailbox has run empty
 /// (a flush message queued behind the requests already there).
-void schedule_flush(writer_ptr self) {
+void schedule_flush(writer_ptr self, const write_batch& grown) {
   auto& st = self->state;
-  if (st.pending.size() >= st.cfg.max_batch) {
+  if (grown.size() >= st.cfg.max_batch) {
     dispatch(self);
   } else if (!st.flush_scheduled && idle_connection(self) >= 0) {
     st.flush_scheduled = true;
     self->send(self, flush_atom_v);
   }
+}
+
+caf::error unavailable(writer_ptr self, size_t n) {
+  auto& st = self->state;
+  st.unavailable->inc(n);
+  return caf::error{butlers_errc::database_unavailable,
+                    "database unavailable: " + st.last_error};
 }
 
 template<class Reply, class Item, class Waiter>
@@ -345,26 +404,47 @@ caf::result<Reply> submit(writer_ptr self,
                           std::vector<Waiter> batch_waiters::*waiters,
                           Item item) {
   auto& st = self->state;
-  if (!any_up(self)) {
-    st.unavailable->inc();
-    return caf::error{butlers_errc::database_unavailable,
-                      "database unavailable: " + st.last_error};
-  }
-  (st.pending.*items).push_back(std::move(item));
+  if (!any_up(self))
+    return unavailable(self, 1);
   auto rp = self->make_response_promise<Reply>();
-  (st.pending_waiters.*waiters).push_back(rp);
-  schedule_flush(self);
+  write_batch* batch;
+  batch_waiters* waiting;
+  if constexpr (std::is_same_v<Item, work_op>) {
+    if (is_work_append(item)) {
+      batch = &st.pending;
+      waiting = &st.pending_waiters;
+    } else {
+      auto& lane = st.lanes[lane_of(self, key_of(item))];
+      batch = &lane.pending;
+      waiting = &lane.waiters;
+    }
+  } else {
+    auto& lane = st.lanes[lane_of(self, key_of(item))];
+    batch = &lane.pending;
+    waiting = &lane.waiters;
+  }
+  (batch->*items).push_back(std::move(item));
+  (waiting->*waiters).push_back(rp);
+  schedule_flush(self, *batch);
+  return rp;
+}
+
+caf::result<append_result> submit_append(writer_ptr self, inbox_record rec) {
+  auto& st = self->state;
+  if (!any_up(self))
+    return unavailable(self, 1);
+  auto rp = self->make_response_promise<append_result>();
+  st.pending.appends.push_back(std::move(rec));
+  st.pending_waiters.appends.emplace_back(rp);
+  schedule_flush(self, st.pending);
   return rp;
 }
 
 caf::result<std::vector<append_result>> submit_appends(
   writer_ptr self, std::vector<inbox_record>& recs) {
   auto& st = self->state;
-  if (!any_up(self)) {
-    st.unavailable->inc(recs.size());
-    return caf::error{butlers_errc::database_unavailable,
-                      "database unavailable: " + st.last_error};
-  }
+  if (!any_up(self))
+    return unavailable(self, recs.size());
   auto reply = std::make_shared<append_batch_reply>();
   reply->rp = self->make_response_promise<std::vector<append_result>>();
   reply->results.resize(recs.size());
@@ -380,7 +460,7 @@ caf::result<std::vector<append_result>> submit_appends(
     if (st.pending.size() >= st.cfg.max_batch)
       dispatch(self);
   }
-  schedule_flush(self);
+  schedule_flush(self, st.pending);
   return reply->rp;
 }
 
@@ -419,6 +499,8 @@ inbox_writer_actor::behavior_type inbox_writer_with(
                                 "Batched writes by kind", "op=\"complete\"");
   st.worked = &m.get_counter("butlers_inbox_writer_rows_total",
                              "Batched writes by kind", "op=\"work\"");
+  st.named_rows = &m.get_counter("butlers_inbox_writer_rows_total",
+                                 "Batched writes by kind", "op=\"named\"");
   st.unavailable = &m.get_counter("butlers_inbox_writer_unavailable_total",
                                   "Writes answered database_unavailable");
   st.batch_sizes = &m.get_histogram("butlers_inbox_writer_batch_size",
@@ -430,6 +512,9 @@ inbox_writer_actor::behavior_type inbox_writer_with(
   st.connections_up = &m.get_gauge("butlers_inbox_writer_connections_up",
                                    "Writer connections that are up");
   auto n = std::max<uint32_t>(1, st.cfg.writer_connections);
+  // With two or more connections, at least one carries appends alone.
+  auto lanes = n == 1 ? 1 : std::clamp<uint32_t>(st.cfg.lanes, 1, n - 1);
+  st.lanes.resize(lanes);
   for (uint32_t i = 0; i < n; ++i)
     st.connections.push_back(make(self, i));
   st.up.assign(n, false);
@@ -439,8 +524,7 @@ inbox_writer_actor::behavior_type inbox_writer_with(
       return self->state.status;
     },
     [self](append_atom, inbox_record& rec) -> caf::result<append_result> {
-      return submit<append_result>(self, &write_batch::appends,
-                                   &batch_waiters::appends, std::move(rec));
+      return submit_append(self, std::move(rec));
     },
     [self](append_atom, std::vector<inbox_record>& recs)
       -> caf::result<std::vector<append_result>> {
@@ -484,11 +568,16 @@ inbox_writer_actor::behavior_type inbox_writer_with(
       st.ctx->status.set_database_error(st.status.last_error);
       if (n_up == 0) {
         // Nothing can write the pending work: fail it now, never hang.
-        deliver(st.pending_waiters,
-                caf::error{butlers_errc::database_unavailable,
-                           "database unavailable: " + st.last_error});
+        caf::error err{butlers_errc::database_unavailable,
+                       "database unavailable: " + st.last_error};
+        deliver(st.pending_waiters, err);
         st.pending = write_batch{};
         st.pending_waiters = batch_waiters{};
+        for (auto& lane : st.lanes) {
+          deliver(lane.waiters, err);
+          lane.pending = write_batch{};
+          lane.waiters = batch_waiters{};
+        }
       } else if (is_up) {
         if (!was_ready)
           spdlog::info("database ready");

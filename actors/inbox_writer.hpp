@@ -56,24 +56,35 @@ struct batch_waiters {
   std::vector<caf::typed_response_promise<named_result>> named;
 };
 
+/// Lifecycle and routing writes of one lane: those whose key (request,
+/// work item, thread) hashes to it. A lane has one batch in flight at a
+/// time, so writes with the same key commit in submission order; different
+/// lanes commit in parallel, each on a connection of its own.
+struct writer_lane {
+  write_batch pending;
+  batch_waiters waiters;
+  /// A batch of this lane is being written.
+  bool in_flight = false;
+};
+
 struct inbox_writer_state {
   static inline const char* name = "inbox_writer";
   /// The connection actors, whether each is up, and whether each is
-  /// writing a batch right now.
+  /// writing a batch right now. Connection i < lanes.size() is lane i's own;
+  /// the others carry appends.
   std::vector<inbox_connection_actor> connections;
   std::vector<bool> up;
   std::vector<bool> busy;
   /// The last reason a connection went down.
   std::string last_error;
-  /// Work waiting for a free connection.
+  /// Lifecycle and routing writes waiting, per lane.
+  std::vector<writer_lane> lanes;
+  /// New requests and new work items waiting for an append connection.
   write_batch pending;
   batch_waiters pending_waiters;
   /// Connection 0 has been up at least once: it created the inbox's
   /// partitions when it connected (the others may connect sooner).
   bool primed = false;
-  /// A batch of lifecycle and routing writes is being written (they go one
-  /// batch at a time, to keep their order).
-  bool ordered_in_flight = false;
   /// A flush_atom is in the mailbox.
   bool flush_scheduled = false;
   /// When the last batch of appends went out, and when the delayed
@@ -94,6 +105,7 @@ struct inbox_writer_state {
   counter* claimed = nullptr;
   counter* completed = nullptr;
   counter* worked = nullptr;
+  counter* named_rows = nullptr;
   counter* unavailable = nullptr;
   histogram* batch_sizes = nullptr;
   histogram* flush_ms = nullptr;

@@ -146,7 +146,8 @@ void write_run_state(thread_ptr self, const std::string& run_id,
   self
     ->request(st.env->writer, st.env->timeout, exec_atom_v,
               named_statement{"thread_run_update",
-                              {run_id, state, work_id, "", ""}})
+                              {run_id, state, work_id, "", ""},
+                              st.id})
     .then(
       [self](const named_result&) {
         --activity(self).writes;

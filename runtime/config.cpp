@@ -550,6 +550,7 @@ void read_database(parser& p, const toml::table& t, database_config& c) {
   s.string("url", c.url);
   s.integer("pool_size", c.pool_size, 1, 64);
   s.integer("writer_connections", c.writer_connections, 1, 16);
+  s.integer("lanes", c.lanes, 1, 16);
   s.integer("max_batch", c.max_batch, 1, 10000);
   s.integer("group_commit_delay_us", c.group_commit_delay_us, 0, 100000);
   s.integer("connect_timeout_s", c.connect_timeout_s, 1, 300);
@@ -903,11 +904,11 @@ bool operator==(const node_config& x, const node_config& y) {
 }
 
 bool operator==(const database_config& x, const database_config& y) {
-  return std::tie(x.url, x.pool_size, x.writer_connections, x.max_batch,
-                  x.group_commit_delay_us, x.connect_timeout_s,
+  return std::tie(x.url, x.pool_size, x.writer_connections, x.lanes,
+                  x.max_batch, x.group_commit_delay_us, x.connect_timeout_s,
                   x.retention_months, x.partitions_ahead)
-         == std::tie(y.url, y.pool_size, y.writer_connections, y.max_batch,
-                     y.group_commit_delay_us, y.connect_timeout_s,
+         == std::tie(y.url, y.pool_size, y.writer_connections, y.lanes,
+                     y.max_batch, y.group_commit_delay_us, y.connect_timeout_s,
                      y.retention_months, y.partitions_ahead);
 }
 
@@ -1468,6 +1469,7 @@ std::string to_toml(const node_settings& s) {
       << "url = " << quote(redact_database_url(d.url)) << '\n'
       << "pool_size = " << d.pool_size << '\n'
       << "writer_connections = " << d.writer_connections << '\n'
+      << "lanes = " << d.lanes << '\n'
       << "max_batch = " << d.max_batch << '\n'
       << "group_commit_delay_us = " << d.group_commit_delay_us << '\n'
       << "connect_timeout_s = " << d.connect_timeout_s << '\n'

@@ -13,30 +13,35 @@ namespace butlers {
 
 namespace {
 
-/// Statements prepared once per connection: their plans cannot depend on
-/// the tables' size (inserts, the dedupe arbiter index, joins of CTEs).
-/// The route inbox's statements are single-row primary-key or unique-key
-/// writes: their plan does not depend on the table's size either.
-constexpr const char* prepared[] = {"inbox_append", "work_append", "work_start",
-                                    "work_renew", "work_finish"};
+/// Statements prepared once per connection, the group commit's whole hot
+/// path. Their plans are generic (`plan_cache_mode = force_generic_plan`,
+/// set at connect) and cannot depend on the tables' size: every table is
+/// reached through its key (`= ANY` of the batch's keys, or equality), and
+/// the writer's sessions run with `enable_seqscan = off`, so a plan made
+/// while a table (or a new month's partition) was empty never seq-scans it
+/// once it has grown. (Planned at every execution instead, these
+/// statements spent twice as long in the planner as in execution.)
+constexpr const char* prepared[] = {"inbox_append",
+                                    "inbox_lookup_dedupe",
+                                    "inbox_claim",
+                                    "inbox_complete",
+                                    "work_append",
+                                    "work_start",
+                                    "work_renew",
+                                    "work_finish",
+                                    "fanout_plan_store",
+                                    "fanout_segment_update"};
 
-/// Statements planned at every execution (unnamed, PQexecParams): they look
-/// rows up in tables that start empty every month and grow fast. A generic
-/// plan cached while a partition was small keeps seq-scanning it as it
-/// grows (measured: throughput collapsed from 14k to 3k/s within one
-/// 10-second run after a TRUNCATE).
-const std::string& replanned(std::string_view name) {
-  static const std::string lookup = named_query("inbox_lookup_dedupe");
-  static const std::string claim = named_query("inbox_claim");
-  static const std::string complete = named_query("inbox_complete");
-  static const std::string scan = named_query("inbox_scan");
-  if (name == "inbox_lookup_dedupe")
-    return lookup;
-  if (name == "inbox_claim")
-    return claim;
-  if (name == "inbox_complete")
-    return complete;
-  return scan;
+/// Statements planned at every execution (unnamed, PQexecParams): scans
+/// whose best plan depends on how much is open (the cold path, recovery).
+const std::string& replanned(const std::string& name) {
+  static const auto queries = [] {
+    std::unordered_map<std::string, std::string> m;
+    for (auto n : {"inbox_scan", "work_lease"})
+      m.emplace(n, named_query(n));
+    return m;
+  }();
+  return queries.at(name);
 }
 
 } // namespace
@@ -51,6 +56,8 @@ inbox_store::~inbox_store() = default;
 void inbox_store::connect() {
   conn_.reset();
   auto conn = std::make_unique<pqxx::connection>(url_);
+  pqxx::nontransaction{*conn}.exec(
+    "SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off");
   for (auto name : prepared)
     conn->prepare(name, named_query(name));
   conn_ = std::move(conn);
@@ -115,8 +122,8 @@ write_result inbox_store::write(const write_batch& b) {
     write_completions(tx, b.completions, result.completions);
   if (!b.work.empty())
     write_work(tx, b.work, result.work);
-  for (auto& st : b.named)
-    result.named.push_back(run_named(tx, st));
+  if (!b.named.empty())
+    result.named = run_named(tx, b.named, true);
   tx.commit();
   return result;
 }
@@ -172,8 +179,7 @@ void inbox_store::write_appends(pqxx::transaction_base& tx,
   bool lookup_failed = false;
   if (dup_keys.size() > 0) {
     try {
-      for (auto row :
-           tx.exec_params(replanned("inbox_lookup_dedupe"), dup_keys.take()))
+      for (auto row : tx.exec_prepared("inbox_lookup_dedupe", dup_keys.take()))
         canonical.emplace(row[0].as<std::string>(), row[1].as<std::string>());
     } catch (const pqxx::sql_error&) {
       if (!committed)
@@ -213,9 +219,8 @@ void inbox_store::write_claims(pqxx::work& tx, const std::vector<inbox_ref>& in,
     received.add(ref.received_at_us);
   }
   std::unordered_map<std::string, claim_result> claimed;
-  for (auto row :
-       tx.exec_params(replanned("inbox_claim"), ids.take(), received.take(),
-                      owner_, static_cast<int>(lease_s_))) {
+  for (auto row : tx.exec_prepared("inbox_claim", ids.take(), received.take(),
+                                   owner_, static_cast<int>(lease_s_))) {
     claim_result c;
     c.claimed = true;
     c.lease_token = row[1].as<int64_t>();
@@ -249,7 +254,8 @@ void inbox_store::write_completions(pqxx::work& tx,
                                     std::vector<bool>& out) {
   using el = pg_array::element;
   pg_array ids{el::uuid}, received{el::int8}, tokens{el::int8},
-    states{el::text}, classes{el::text}, messages{el::text};
+    states{el::text}, classes{el::text}, messages{el::text}, outcomes{el::text},
+    summaries{el::text};
   for (auto& c : in) {
     ids.add(c.ref.request_id);
     received.add(c.ref.received_at_us);
@@ -257,11 +263,15 @@ void inbox_store::write_completions(pqxx::work& tx,
     states.add(c.state);
     classes.add_or_null(c.error_class);
     messages.add_or_null(c.error_message);
+    outcomes.add_or_null(c.dispatch_outcomes);
+    summaries.add_or_null(c.response_summary);
   }
   std::unordered_map<std::string, bool> done;
-  for (auto row : tx.exec_params(replanned("inbox_complete"), ids.take(),
-                                 received.take(), tokens.take(), states.take(),
-                                 classes.take(), messages.take(), owner_))
+  for (auto row :
+       tx.exec_prepared("inbox_complete", ids.take(), received.take(),
+                        tokens.take(), states.take(), classes.take(),
+                        messages.take(), owner_, outcomes.take(),
+                        summaries.take()))
     done.emplace(row[0].as<std::string>(), true);
   out.clear();
   for (auto& c : in)
@@ -285,11 +295,58 @@ work_item item_of(const pqxx::row& row) {
   return x;
 }
 
+/// Named statements whose SQL is set-based: parameter i is a text array
+/// holding the i-th parameter of every statement of the batch, in
+/// submission order, and each result row starts with the 1-based ordinal of
+/// the statement it belongs to. A batch runs each of them once, however many
+/// statements it holds.
+bool set_based(std::string_view query) {
+  return query == "fanout_plan_store" || query == "fanout_segment_update";
+}
+
+/// Runs the statements `group` (all of one set-based query) as one
+/// statement; their results go to `out` at the same positions.
+void run_set_based(pqxx::transaction_base& tx,
+                   const std::vector<const named_statement*>& group,
+                   const std::vector<size_t>& positions,
+                   std::vector<named_result>& out, bool prepared) {
+  auto& query = group.front()->query;
+  size_t arity = 0;
+  for (auto* st : group)
+    arity = std::max(arity, st->params.size());
+  std::vector<pg_array> arrays(arity, pg_array{pg_array::element::text});
+  for (auto* st : group)
+    for (size_t i = 0; i < arity; ++i)
+      arrays[i].add(i < st->params.size() ? st->params[i] : std::string{});
+  std::vector<pqxx::binarystring> bound;
+  bound.reserve(arity);
+  for (auto& a : arrays)
+    bound.push_back(a.take());
+  auto params = pqxx::prepare::make_dynamic_params(bound);
+  auto rows = prepared ? tx.exec_prepared(query, params)
+                       : tx.exec_params(named_query(query), params);
+  for (auto pos : positions)
+    out[pos].ok = true;
+  for (auto row : rows) {
+    auto ord = row[0].as<size_t>();
+    if (ord == 0 || ord > positions.size())
+      continue;
+    std::vector<std::string> cells;
+    for (pqxx::row::size_type i = 1; i < row.size(); ++i)
+      cells.push_back(row[i].is_null() ? std::string{} : row[i].c_str());
+    out[positions[ord - 1]].rows.push_back(std::move(cells));
+  }
+}
+
 } // namespace
 
-/// "NODE/" of an owner "NODE/INCARNATION" when `op.own`, else "".
 named_result run_named(pqxx::transaction_base& tx, const named_statement& st) {
   named_result out;
+  if (set_based(st.query)) {
+    std::vector<named_result> one(1);
+    run_set_based(tx, {&st}, {0}, one, false);
+    return std::move(one[0]);
+  }
   auto rows = tx.exec_params(named_query(st.query),
                              pqxx::prepare::make_dynamic_params(st.params));
   for (auto row : rows) {
@@ -302,6 +359,41 @@ named_result run_named(pqxx::transaction_base& tx, const named_statement& st) {
   return out;
 }
 
+std::vector<named_result> run_named(pqxx::transaction_base& tx,
+                                    const std::vector<named_statement>& in,
+                                    bool prepared) {
+  std::vector<named_result> out(in.size());
+  // Set-based queries collect their statements into one group each, run
+  // when a statement of another kind comes (which must see them) or at the
+  // end; other statements run one by one in between, in order.
+  std::vector<std::string_view> order;
+  std::unordered_map<std::string_view, std::vector<const named_statement*>>
+    groups;
+  std::unordered_map<std::string_view, std::vector<size_t>> positions;
+  auto flush = [&] {
+    for (auto q : order)
+      run_set_based(tx, groups[q], positions[q], out, prepared);
+    order.clear();
+    groups.clear();
+    positions.clear();
+  };
+  for (size_t i = 0; i < in.size(); ++i) {
+    auto& st = in[i];
+    if (set_based(st.query)) {
+      auto& g = groups[st.query];
+      if (g.empty())
+        order.push_back(st.query);
+      g.push_back(&st);
+      positions[st.query].push_back(i);
+      continue;
+    }
+    flush();
+    out[i] = run_named(tx, st);
+  }
+  flush();
+  return out;
+}
+
 static std::string own_prefix(const work_op& op) {
   auto slash = op.owner.find('/');
   if (!op.own || slash == std::string::npos)
@@ -311,72 +403,184 @@ static std::string own_prefix(const work_op& op) {
 
 void inbox_store::write_work(pqxx::work& tx, const std::vector<work_op>& in,
                              std::vector<work_result>& out) {
-  // Work items arrive at the pace of sessions, not of ingest: one statement
-  // each, all in the batch's one transaction.
-  static const std::string lease = named_query("work_lease");
-  out.clear();
-  for (auto& op : in) {
-    auto& it = op.item;
-    auto lease_s = static_cast<int>(op.lease_s);
-    work_result r;
+  // One statement per kind over arrays, in the order a work item lives:
+  // recovery leases, new items, starts, renewals, results.
+  auto& lease = replanned("work_lease");
+  out.assign(in.size(), work_result{});
+  std::vector<size_t> appends, starts, renews, finishes;
+  for (size_t i = 0; i < in.size(); ++i) {
+    auto& op = in[i];
     switch (op.kind) {
-      case work_op_kind::append: {
-        auto rows = tx.exec_prepared("work_append", it.work_id, it.butler,
-                                     it.request_id, it.segment_id,
-                                     it.subrequest_id, it.trigger_source,
-                                     it.origin_butler, it.envelope,
-                                     op.owner.empty() ? owner_ : op.owner,
-                                     lease_s);
-        if (rows.empty()) // inserted concurrently, after our snapshot
-          rows = tx.exec_params(
-            "SELECT work_id::text, lease_token, attempts, "
-            "(extract(epoch FROM created_at) * 1000000)::bigint, false, "
-            "state, coalesce(response::text, '') "
-            "FROM route_work WHERE butler = $1 AND request_id = $2::uuid "
-            "AND segment_id = $3",
-            it.butler, it.request_id, it.segment_id);
-        if (!rows.empty()) {
-          auto stored = it;
-          stored.work_id = rows[0][0].as<std::string>();
-          stored.lease_token = rows[0][1].as<int64_t>();
-          stored.attempts = rows[0][2].as<int32_t>();
-          stored.created_at_us = rows[0][3].as<int64_t>();
-          r.ok = true;
-          r.duplicate = !rows[0][4].as<bool>();
-          r.state = rows[0][5].as<std::string>();
-          r.response = rows[0][6].as<std::string>();
-          r.items.push_back(std::move(stored));
-        }
-        break;
-      }
-      case work_op_kind::start: {
-        auto rows = tx.exec_prepared("work_start", it.work_id, it.lease_token,
-                                     lease_s);
-        r.ok = !rows.empty();
-        if (r.ok)
-          r.attempts = rows[0][0].as<int32_t>();
-        break;
-      }
-      case work_op_kind::renew:
-        r.ok = !tx.exec_prepared("work_renew", it.work_id, it.lease_token,
-                                 lease_s)
-                  .empty();
-        break;
-      case work_op_kind::finish:
-        r.ok = !tx.exec_prepared("work_finish", it.work_id, it.lease_token,
-                                 op.state, op.response, op.error_class)
-                  .empty();
-        break;
-      case work_op_kind::lease:
+      case work_op_kind::append: appends.push_back(i); break;
+      case work_op_kind::start: starts.push_back(i); break;
+      case work_op_kind::renew: renews.push_back(i); break;
+      case work_op_kind::finish: finishes.push_back(i); break;
+      case work_op_kind::lease: {
+        auto& r = out[i];
         for (auto row :
-             tx.exec_params(lease, it.butler,
-                            op.owner.empty() ? owner_ : op.owner, lease_s,
+             tx.exec_params(lease, op.item.butler,
+                            op.owner.empty() ? owner_ : op.owner,
+                            static_cast<int>(op.lease_s),
                             static_cast<int>(op.limit), own_prefix(op)))
           r.items.push_back(item_of(row));
         r.ok = true;
         break;
+      }
     }
-    out.push_back(std::move(r));
+  }
+  if (!appends.empty())
+    write_work_appends(tx, in, appends, out);
+  using el = pg_array::element;
+  // Fenced updates keyed by work id: which of `which` came back.
+  auto fenced = [&](const char* name, const std::vector<size_t>& which,
+                    auto&& bind) {
+    pqxx::result rows = bind(name);
+    std::unordered_map<std::string, int32_t> attempts;
+    for (auto row : rows)
+      attempts[row[0].as<std::string>()] = row.size() > 1 ? row[1].as<int32_t>()
+                                                          : 0;
+    for (auto i : which) {
+      auto f = attempts.find(in[i].item.work_id);
+      if (f == attempts.end())
+        continue;
+      out[i].ok = true;
+      out[i].attempts = f->second;
+      // Once each: the same item twice in a batch moved once.
+      attempts.erase(f);
+    }
+  };
+  auto tokens_and_leases = [&](const std::vector<size_t>& which) {
+    pg_array ids{el::uuid}, tokens{el::int8}, leases{el::int8};
+    for (auto i : which) {
+      ids.add(in[i].item.work_id);
+      tokens.add(in[i].item.lease_token);
+      leases.add(static_cast<int64_t>(in[i].lease_s));
+    }
+    return std::make_tuple(ids.take(), tokens.take(), leases.take());
+  };
+  if (!starts.empty())
+    fenced("work_start", starts, [&](const char* name) {
+      auto [ids, tokens, leases] = tokens_and_leases(starts);
+      return tx.exec_prepared(name, ids, tokens, leases);
+    });
+  if (!renews.empty())
+    fenced("work_renew", renews, [&](const char* name) {
+      auto [ids, tokens, leases] = tokens_and_leases(renews);
+      return tx.exec_prepared(name, ids, tokens, leases);
+    });
+  if (!finishes.empty())
+    fenced("work_finish", finishes, [&](const char* name) {
+      pg_array ids{el::uuid}, tokens{el::int8}, states{el::text},
+        responses{el::text}, classes{el::text};
+      for (auto i : finishes) {
+        auto& op = in[i];
+        ids.add(op.item.work_id);
+        tokens.add(op.item.lease_token);
+        states.add(op.state);
+        responses.add(op.response);
+        classes.add_or_null(op.error_class);
+      }
+      return tx.exec_prepared(name, ids.take(), tokens.take(), states.take(),
+                              responses.take(), classes.take());
+    });
+}
+
+void inbox_store::write_work_appends(pqxx::work& tx,
+                                     const std::vector<work_op>& in,
+                                     const std::vector<size_t>& which,
+                                     std::vector<work_result>& out) {
+  // The first op of a (butler, request, segment) key is its candidate;
+  // later ones in the batch are its duplicates.
+  auto key_of = [&](size_t i) {
+    auto& it = in[i].item;
+    return it.butler + '\x1f' + it.request_id + '\x1f' + it.segment_id;
+  };
+  std::unordered_map<std::string, size_t> first;
+  std::vector<size_t> candidates;
+  for (auto i : which)
+    if (first.emplace(key_of(i), i).second)
+      candidates.push_back(i);
+  using el = pg_array::element;
+  pg_array ids{el::uuid}, butler{el::text}, request{el::uuid},
+    segment{el::text}, subrequest{el::text}, trigger{el::text},
+    origin{el::text}, envelope{el::text}, owner{el::text}, lease{el::int8};
+  for (auto i : candidates) {
+    auto& op = in[i];
+    auto& it = op.item;
+    ids.add(it.work_id);
+    butler.add(it.butler);
+    request.add(it.request_id);
+    segment.add(it.segment_id);
+    subrequest.add_or_null(it.subrequest_id);
+    trigger.add(it.trigger_source);
+    origin.add_or_null(it.origin_butler);
+    envelope.add(it.envelope);
+    owner.add(op.owner.empty() ? owner_ : op.owner);
+    lease.add(static_cast<int64_t>(op.lease_s));
+  }
+  auto rows = tx.exec_prepared("work_append", ids.take(), butler.take(),
+                               request.take(), segment.take(),
+                               subrequest.take(), trigger.take(), origin.take(),
+                               envelope.take(), owner.take(), lease.take());
+  std::unordered_map<std::string, work_result> found;
+  for (auto row : rows) {
+    work_result r;
+    r.ok = true;
+    r.duplicate = !row[4].as<bool>();
+    r.state = row[5].as<std::string>();
+    r.response = row[6].as<std::string>();
+    work_item stored;
+    stored.work_id = row[0].as<std::string>();
+    stored.lease_token = row[1].as<int64_t>();
+    stored.attempts = row[2].as<int32_t>();
+    stored.created_at_us = row[3].as<int64_t>();
+    r.items.push_back(std::move(stored));
+    found.emplace(row[7].as<std::string>(), std::move(r));
+  }
+  for (auto i : candidates) {
+    auto& it = in[i].item;
+    auto f = found.find(it.work_id);
+    if (f == found.end()) {
+      // Inserted concurrently, after the statement's snapshot.
+      auto again = tx.exec_params(
+        "SELECT work_id::text, lease_token, attempts, "
+        "(extract(epoch FROM created_at) * 1000000)::bigint, "
+        "state, coalesce(response::text, '') "
+        "FROM route_work WHERE butler = $1 AND request_id = $2::uuid "
+        "AND segment_id = $3",
+        it.butler, it.request_id, it.segment_id);
+      if (again.empty())
+        continue; // out[i].ok stays false
+      work_result r;
+      r.ok = true;
+      r.duplicate = true;
+      r.state = again[0][4].as<std::string>();
+      r.response = again[0][5].as<std::string>();
+      work_item stored;
+      stored.work_id = again[0][0].as<std::string>();
+      stored.lease_token = again[0][1].as<int64_t>();
+      stored.attempts = again[0][2].as<int32_t>();
+      stored.created_at_us = again[0][3].as<int64_t>();
+      r.items.push_back(std::move(stored));
+      f = found.emplace(it.work_id, std::move(r)).first;
+    }
+    auto& r = f->second;
+    auto stored = it;
+    auto& got = r.items.front();
+    stored.work_id = got.work_id;
+    stored.lease_token = got.lease_token;
+    stored.attempts = got.attempts;
+    stored.created_at_us = got.created_at_us;
+    out[i] = r;
+    out[i].items = {std::move(stored)};
+  }
+  // Duplicates within the batch: the candidate's item, as a duplicate.
+  for (auto i : which) {
+    auto j = first.at(key_of(i));
+    if (i == j || !out[j].ok)
+      continue;
+    out[i] = out[j];
+    out[i].duplicate = true;
   }
 }
 

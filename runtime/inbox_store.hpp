@@ -22,6 +22,15 @@ namespace butlers {
 /// Runs the named statement `st` (sql/queries/<query>.sql) in `tx`.
 named_result run_named(pqxx::transaction_base& tx, const named_statement& st);
 
+/// Runs the named statements `in` in `tx`, in order, except that the
+/// statements of a set-based query (see `set_based` in inbox_store.cpp)
+/// run together as one statement, before the next statement of another
+/// query. Returns their results in the order of `in`. With `prepared`, the
+/// connection has the set-based queries prepared under their names.
+std::vector<named_result> run_named(pqxx::transaction_base& tx,
+                                    const std::vector<named_statement>& in,
+                                    bool prepared = false);
+
 class inbox_store {
  public:
   /// `owner` names this node in leases and the transition log; claims hold
@@ -81,6 +90,9 @@ class inbox_store {
                          std::vector<bool>& out);
   void write_work(pqxx::work& tx, const std::vector<work_op>& in,
                   std::vector<work_result>& out);
+  void write_work_appends(pqxx::work& tx, const std::vector<work_op>& in,
+                          const std::vector<size_t>& which,
+                          std::vector<work_result>& out);
 
   std::string url_;
   std::string owner_;

@@ -128,12 +128,17 @@ struct completion {
   std::string error_class;
   /// Actionable message when `errored`, else empty.
   std::string error_message;
+  /// What each subrequest came to (JSON array) and the response summary
+  /// (JSON object), stored with the transition; empty: left as they are.
+  std::string dispatch_outcomes;
+  std::string response_summary;
 };
 
 template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, completion& x) {
   return f(caf::meta::type_name("completion"), x.ref, x.lease_token, x.state,
-           x.error_class, x.error_message);
+           x.error_class, x.error_message, x.dispatch_outcomes,
+           x.response_summary);
 }
 
 /// A durable work item of a butler's route inbox (table `route_work`).
@@ -240,13 +245,24 @@ typename Inspector::result_type inspect(Inspector& f, work_result& x) {
 /// commit, and read with them through the reader. SQL maps '' to NULL with
 /// NULLIF where a column is nullable.
 struct named_statement {
+  named_statement() = default;
+  named_statement(std::string q, std::vector<std::string> ps,
+                  std::string k = {})
+    : query(std::move(q)), params(std::move(ps)), key(std::move(k)) {
+    // nop
+  }
+
   std::string query;
   std::vector<std::string> params;
+  /// Orders the statement: the inbox writer commits statements (and other
+  /// writes) with the same key in submission order. "" = the first
+  /// parameter (the request id of every routing statement).
+  std::string key;
 };
 
 template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, named_statement& x) {
-  return f(caf::meta::type_name("named_statement"), x.query, x.params);
+  return f(caf::meta::type_name("named_statement"), x.query, x.params, x.key);
 }
 
 /// The rows a named statement returned, as text (NULL as "").

@@ -1,47 +1,82 @@
--- Stores a request's plan and its segments, or — when the request was
--- planned before (processed again after a crash, a lost lease or a replay)
--- keeps the stored plan and returns its segments as they stand. Also puts
--- the plan into message_inbox.decomposition.
+-- Stores requests' plans and their segments, or — for a request planned
+-- before (processed again after a crash, a lost lease or a replay) — keeps
+-- the stored plan and returns its segments as they stand. Also puts each
+-- plan into message_inbox.decomposition. A plan is stored only for a
+-- request in 'progress': the switchboard sends a new request's plan with
+-- its claim, and a claim that failed must leave nothing behind. Set-based: parameter i is the
+-- array of every statement's i-th value (see inbox_store.cpp,
+-- `set_based`); a request appears once per batch.
 -- $1 request_id, $2 received_at (Unix µs), $3 router, $4 fallback
 -- ('true'/'false'), $5 fallback_reason ('' = none), $6 confidence,
 -- $7 fanout_mode, $8 join_policy, $9 abort_policy, $10 policy_tier,
 -- $11 plan (router_plan.v1 + routing metadata, JSON), $12 segments (JSON
 -- array of {segment_id, ordinal, butler, prompt}).
--- Returns, ordered by ordinal: fanout_mode, segment_id, ordinal, butler,
--- prompt, state, attempts, round_attempts, work_id, error_class,
--- error_message.
-WITH plan_ins AS (
+-- Returns, by statement and then segment ordinal: the statement's ordinal
+-- (1-based), fanout_mode, segment_id, ordinal, butler, prompt, state,
+-- attempts, round_attempts, work_id, error_class, error_message.
+-- Every table is reached through its key (`= ANY` of the batch's requests,
+-- or equality), so a generic plan (the statement is prepared) looks rows up
+-- by index at any size.
+WITH t AS (
+  SELECT t.request_id::uuid AS request_id, t.us::bigint AS us, t.router,
+         t.fallback::boolean AS fallback, t.fallback_reason,
+         t.confidence::double precision AS confidence, t.fanout_mode,
+         t.join_policy, t.abort_policy, t.policy_tier, t.plan::jsonb AS plan,
+         t.segments::jsonb AS segments, t.ord
+  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
+              $6::text[], $7::text[], $8::text[], $9::text[], $10::text[],
+              $11::text[], $12::text[]) WITH ORDINALITY
+    AS t(request_id, us, router, fallback, fallback_reason, confidence,
+         fanout_mode, join_policy, abort_policy, policy_tier, plan, segments,
+         ord)
+), open AS (
+  SELECT t.* FROM t
+  WHERE EXISTS (
+    -- The state test is a CASE so that the open-rows partial index (which
+    -- grows with the backlog) stays out of the plan (see inbox_claim.sql).
+    SELECT 1 FROM message_inbox m
+    WHERE m.request_id = ANY(($1::text[])::uuid[])
+      AND m.request_id = t.request_id
+      AND m.received_at = timestamptz 'epoch' + t.us * interval '1 microsecond'
+      AND CASE m.lifecycle_state WHEN 'progress' THEN true ELSE false END)
+), plan_ins AS (
   INSERT INTO fanout_plans (request_id, router, fallback, fallback_reason,
                             confidence, fanout_mode, join_policy,
                             abort_policy, policy_tier, plan)
-  VALUES ($1::uuid, $3, $4::boolean, NULLIF($5, ''), $6::double precision,
-          $7, $8, $9, $10, $11::jsonb)
+  SELECT request_id, router, fallback, NULLIF(fallback_reason, ''),
+         confidence, fanout_mode, join_policy, abort_policy, policy_tier, plan
+  FROM open
   ON CONFLICT (request_id) DO NOTHING
   RETURNING request_id
 ), seg_ins AS (
   INSERT INTO fanout_execution_log (request_id, segment_id, ordinal, butler,
                                     prompt)
-  SELECT $1::uuid, s.segment_id, s.ordinal, s.butler, s.prompt
-  FROM jsonb_to_recordset($12::jsonb)
+  SELECT t.request_id, s.segment_id, s.ordinal, s.butler, s.prompt
+  FROM t JOIN plan_ins USING (request_id),
+       jsonb_to_recordset(t.segments)
          AS s(segment_id text, ordinal integer, butler text, prompt text)
-  WHERE EXISTS (SELECT 1 FROM plan_ins)
-  RETURNING segment_id, ordinal, butler, prompt, state, attempts,
+  RETURNING request_id, segment_id, ordinal, butler, prompt, state, attempts,
             round_attempts, work_id, error_class, error_message
 ), decomposed AS (
-  UPDATE message_inbox
-  SET decomposition = $11::jsonb, updated_at = now()
-  WHERE request_id = $1::uuid
-    AND received_at = timestamptz 'epoch' + $2::bigint * interval '1 microsecond'
-    AND EXISTS (SELECT 1 FROM plan_ins)
+  UPDATE message_inbox m
+  SET decomposition = t.plan, updated_at = now()
+  FROM t JOIN plan_ins USING (request_id)
+  WHERE m.request_id = ANY(ARRAY(SELECT request_id FROM t))
+    AND m.received_at = ANY(ARRAY(
+          SELECT timestamptz 'epoch' + us * interval '1 microsecond' FROM t))
+    AND m.request_id = t.request_id
 )
-SELECT $7::text, segment_id, ordinal, butler, prompt, state, attempts,
-       round_attempts, coalesce(work_id, ''), coalesce(error_class, ''),
-       coalesce(error_message, '')
-FROM seg_ins
+SELECT t.ord, t.fanout_mode, s.segment_id, s.ordinal, s.butler, s.prompt,
+       s.state, s.attempts, s.round_attempts, coalesce(s.work_id, ''),
+       coalesce(s.error_class, ''), coalesce(s.error_message, '')
+FROM seg_ins s JOIN t USING (request_id)
 UNION ALL
-SELECT p.fanout_mode, l.segment_id, l.ordinal, l.butler, l.prompt, l.state,
-       l.attempts, l.round_attempts, coalesce(l.work_id, ''),
+SELECT t.ord, p.fanout_mode, l.segment_id, l.ordinal, l.butler, l.prompt,
+       l.state, l.attempts, l.round_attempts, coalesce(l.work_id, ''),
        coalesce(l.error_class, ''), coalesce(l.error_message, '')
-FROM fanout_execution_log l JOIN fanout_plans p USING (request_id)
-WHERE l.request_id = $1::uuid AND NOT EXISTS (SELECT 1 FROM plan_ins)
-ORDER BY 3
+FROM t JOIN fanout_plans p USING (request_id)
+       JOIN fanout_execution_log l USING (request_id)
+WHERE p.request_id = ANY(($1::text[])::uuid[])
+  AND l.request_id = ANY(($1::text[])::uuid[])
+  AND NOT EXISTS (SELECT 1 FROM plan_ins i WHERE i.request_id = t.request_id)
+ORDER BY 1, 4

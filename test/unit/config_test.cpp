@@ -1622,6 +1622,23 @@ TEST(config, shipped_node_toml_is_valid) {
   EXPECT_EQ(defaults, node_settings{});
 }
 
+TEST(config, database_lanes_default_value_and_range) {
+  auto defaults = parse_config("", "t.toml");
+  ASSERT_TRUE(defaults.settings);
+  EXPECT_EQ(defaults.settings->database.lanes, 2u);
+  EXPECT_EQ(defaults.settings->database.writer_connections, 3u);
+  auto res = parse_config("[database]\nlanes = 4\n", "t.toml");
+  ASSERT_TRUE(res.settings);
+  EXPECT_EQ(res.settings->database.lanes, 4u);
+  for (auto bad : {"0", "17"}) {
+    auto r = parse_config(std::string{"[database]\nlanes = "} + bad + "\n",
+                          "t.toml");
+    EXPECT_FALSE(r.settings) << bad;
+    ASSERT_FALSE(r.errors.empty()) << bad;
+    EXPECT_EQ(r.errors[0].key, "database.lanes") << r.errors[0].to_string();
+  }
+}
+
 // -- [threads] ----------------------------------------------------------------
 
 TEST(config, threads_defaults_keys_and_checks) {

@@ -3,7 +3,9 @@
 // connection actor's typed interface: what accumulates while connections
 // are busy, batch limits, and failing fast when the database is gone.
 
+#include <functional>
 #include <memory>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -88,10 +90,14 @@ struct InboxWriter : test::deterministic_fixture {
   inbox_connection_actor connection;
 
   /// `delay_us`: group_commit_delay_us; 0 leaves the mailbox rule alone.
+  /// Lanes for routing writes (connections 0..lanes-1).
+  uint32_t lanes = 1;
+
   void start(uint32_t max_batch = 256, uint32_t n = 1, uint32_t delay_us = 0) {
     database_config db;
     db.max_batch = max_batch;
     db.writer_connections = n;
+    db.lanes = lanes;
     db.group_commit_delay_us = delay_us;
     scripts.assign(1, script);
     for (uint32_t i = 1; i < n; ++i)
@@ -474,6 +480,66 @@ TEST_F(InboxWriter, RoutingWritesGoOneBatchAtATimeEvenWhenTheirLaneIsDown) {
   EXPECT_EQ(std::get<std::string>(r[2]), "claimed");
   EXPECT_EQ(std::get<std::string>(r[3]), "claimed");
   EXPECT_EQ(std::get<std::string>(r[4]), "id-5");
+}
+
+/// Two request ids whose writes take different lanes of two (a lane is the
+/// hash of the request id, modulo the lanes).
+std::pair<int, int> ids_in_two_lanes() {
+  auto lane = [](int i) {
+    auto id = "id-" + std::to_string(i);
+    return std::hash<std::string_view>{}(id) % 2;
+  };
+  for (int j = 1; j < 100; ++j)
+    if (lane(j) != lane(0))
+      return {0, j};
+  return {0, 0};
+}
+
+TEST_F(InboxWriter,
+       ARequestsRoutingWritesWaitForItsLaneWhileAnotherLaneSpills) {
+  lanes = 2;
+  start(4, 3); // spill over at 4 / 4 = 1 waiting write
+  auto [a, b] = ids_in_two_lanes();
+  ASSERT_NE(a, b);
+  claim(a);
+  sched.run();
+  ASSERT_EQ(scripts[0]->batch_sizes, std::vector<size_t>{1});
+  // A's lane has a batch in flight: A's next write waits for it, though
+  // the second lane connection is idle. B's lane is free: B spills over.
+  claim(a);
+  claim(b);
+  sched.run();
+  EXPECT_EQ(scripts[0]->batch_sizes, std::vector<size_t>{1});
+  ASSERT_EQ(scripts[1]->batch_sizes, std::vector<size_t>{1});
+  EXPECT_EQ(scripts[1]->held[0].first.claims[0].request_id,
+            "id-" + std::to_string(b));
+  EXPECT_TRUE(scripts[2]->batch_sizes.empty()) << "the append connection";
+  self->send(connections[0], connect_atom_v);
+  sched.run();
+  ASSERT_EQ(scripts[0]->batch_sizes, (std::vector<size_t>{1, 1}));
+  EXPECT_EQ(scripts[0]->held[0].first.claims[0].request_id,
+            "id-" + std::to_string(a));
+}
+
+TEST_F(InboxWriter, AFreeConnectionTakesEveryWaitingLaneAsOneBatch) {
+  lanes = 2;
+  start(256, 3); // spill over only at 64 waiting writes
+  auto [a, b] = ids_in_two_lanes();
+  claim(a);
+  sched.run();
+  ASSERT_EQ(scripts[0]->batch_sizes, std::vector<size_t>{1});
+  // Below the spill threshold both wait for the first lane connection...
+  claim(a);
+  claim(b);
+  sched.run();
+  EXPECT_TRUE(scripts[1]->batch_sizes.empty());
+  // ...which takes both lanes as one batch once it is free.
+  self->send(connections[0], connect_atom_v);
+  sched.run();
+  EXPECT_EQ(scripts[0]->batch_sizes, (std::vector<size_t>{1, 2}));
+  self->send(connections[0], connect_atom_v);
+  sched.run();
+  EXPECT_EQ(replies().size(), 3u);
 }
 
 TEST_F(InboxWriter, NothingIsWrittenBeforeConnectionZeroMadeThePartitions) {

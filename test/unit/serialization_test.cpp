@@ -144,7 +144,9 @@ TEST_F(Serialization, Completion) {
                9,
                "errored",
                "timeout",
-               "no answer from health"};
+               "no answer from health",
+               R"([{"segment_id":"seg-1"}])",
+               R"({"state":"errored"})"};
   auto y = round_trip(x);
   EXPECT_EQ(y.ref.request_id, x.ref.request_id);
   EXPECT_EQ(y.ref.received_at_us, 42);
@@ -152,6 +154,8 @@ TEST_F(Serialization, Completion) {
   EXPECT_EQ(y.state, "errored");
   EXPECT_EQ(y.error_class, "timeout");
   EXPECT_EQ(y.error_message, "no answer from health");
+  EXPECT_EQ(y.dispatch_outcomes, x.dispatch_outcomes);
+  EXPECT_EQ(y.response_summary, x.response_summary);
 }
 
 TEST_F(Serialization, WorkItemOpAndResult) {
@@ -253,10 +257,11 @@ TEST_F(Serialization, ClusterHello) {
 }
 
 TEST_F(Serialization, NamedStatements) {
-  named_statement st{"request_replay", {"r-1", "ops", "why"}};
+  named_statement st{"request_replay", {"r-1", "ops", "why"}, "thread-7"};
   auto a = round_trip(st);
   EXPECT_EQ(a.query, "request_replay");
   EXPECT_EQ(a.params.size(), 3u);
+  EXPECT_EQ(a.key, "thread-7");
   named_result r{true, {{"1", ""}, {"2", "x"}}};
   auto b = round_trip(r);
   EXPECT_TRUE(b.ok);
