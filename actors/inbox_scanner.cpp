@@ -13,9 +13,6 @@ using namespace std::chrono_literals;
 
 using scanner_ptr = inbox_scanner_actor::stateful_pointer<inbox_scanner_state>;
 
-/// Delay before the next sweep while draining a backlog.
-constexpr auto drain_delay = 50ms;
-
 /// Delay before looking again while the writer is not ready.
 constexpr auto not_ready = 100ms;
 
@@ -98,14 +95,14 @@ void sweep(scanner_ptr self) {
   self->request(st.switchboard, 10s, enqueue_atom_v, std::move(refs))
     .then(
       [self, stamps, interval, after](uint32_t taken) {
-        // The switchboard takes a prefix of the page. While it takes any,
-        // continue right after the last one taken (the queue drains as
-        // workers finish); when it takes none (full), or the backlog is
-        // done, wait the interval (or its refill).
+        // The switchboard takes a prefix of the page. All of it: the next
+        // page at once, right after the last one taken. Only part of it:
+        // its queue is full, and it asks for a refill once it has room
+        // again; until then (or after the backlog), the interval.
         auto& st = self->state;
-        if (taken > 0) {
+        if (taken == stamps.size()) {
           st.cursor_us = stamps[taken - 1];
-          after(drain_delay, false);
+          after(caf::timespan{0}, false);
         } else {
           st.cursor_us = 0;
           after(interval, true);

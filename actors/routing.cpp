@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include <caf/actor_cast.hpp>
 #include <caf/blocking_actor.hpp>
@@ -91,7 +92,7 @@ void observe_circuit(switchboard_ptr self, const std::string& butler) {
 /// state it records is rebuilt from the plan on recovery).
 void write(switchboard_ptr self, named_statement st) {
   auto query = st.query;
-  self->request(self->state.writer, call_timeout, exec_atom_v, std::move(st))
+  self->request(self->state.writer, local_call, exec_atom_v, std::move(st))
     .then([](const named_result&) {},
           [query](const caf::error& err) {
             spdlog::warn("switchboard: {} not written: {}", query,
@@ -279,7 +280,7 @@ void cancel_work(switchboard_ptr self, const std::string& butler,
   auto reg = caf::actor_cast<registry_actor>(self->state.ctx->registry());
   if (!reg)
     return;
-  self->request(reg, call_timeout, lookup_atom_v, butler)
+  self->request(reg, local_call, lookup_atom_v, butler)
     .then(
       [self, work_id](const caf::actor& hdl) {
         caf::anon_send(caf::actor_cast<butler_actor>(hdl), cancel_atom_v,
@@ -358,7 +359,7 @@ void dispatch(switchboard_ptr self, const std::string& id, size_t i) {
     rq.failed_host.erase(f);
   }
   auto segment_id = seg.segment_id;
-  self->request(reg, call_timeout, lookup_atom_v, butler, std::move(avoid))
+  self->request(reg, local_call, lookup_atom_v, butler, std::move(avoid))
     .then(
       [self, id, attempt_id, envelope, failed, butler, started,
        segment_id](const caf::actor& hdl) {
@@ -475,10 +476,8 @@ void finish(switchboard_ptr self, const std::string& id) {
   auto summary = R"({"state":)" + quote(v.state) + R"(,"succeeded":[)" + ok_list
                  + R"(],"failed":[)" + failed_list + "]}";
   auto& ref = rq.ref;
-  write(self, named_statement{"inbox_outcomes",
-                              {id, std::to_string(ref.received_at_us),
-                               std::to_string(rq.token), outcomes, summary}});
-  completion done{ref, rq.token, v.state, v.error_class, v.error_message};
+  completion done{ref,      rq.token, v.state, v.error_class, v.error_message,
+                  outcomes, summary};
   auto reply = v.state == "errored" ? error_reply(rq, v) : std::string{};
   auto ctx = rq.record.context;
   // Keys the error reply per round: a replayed request that fails again
@@ -486,7 +485,7 @@ void finish(switchboard_ptr self, const std::string& id) {
   uint32_t attempts = 0;
   for (auto& x : rq.fo.segments)
     attempts += x.attempts;
-  self->request(st.writer, call_timeout, complete_atom_v, std::move(done))
+  self->request(st.writer, local_call, complete_atom_v, std::move(done))
     .then(
       [self, id, v, reply, ctx, attempts](bool applied) {
         auto& st = self->state;
@@ -611,15 +610,15 @@ void start_fanout(switchboard_ptr self, inbox_ref ref, claim_result claim,
   advance(self, id);
 }
 
-/// Persists the plan (or finds the stored one) and starts the fanout.
-void plan_ready(switchboard_ptr self, inbox_ref ref, claim_result claim,
-                routing_plan plan) {
+/// Applies hard policy to `plan` (counting what it changed) and makes the
+/// statement that stores it (or finds the stored one).
+named_statement plan_statement(switchboard_ptr self, const inbox_ref& ref,
+                               const inbox_record& record, routing_plan& plan) {
   auto& st = self->state;
   std::vector<routing_rule> rules;
   for (auto& r : st.routing.router.rules)
     rules.push_back(routing_rule{r.channels, r.allow, r.deny});
-  auto rerouted = apply_policy(plan, claim.record.context.source_channel,
-                               rules);
+  auto rerouted = apply_policy(plan, record.context.source_channel, rules);
   st.policy_reroutes->inc(rerouted);
   if (plan.fallback) {
     st.fallback_to_general->inc();
@@ -645,13 +644,20 @@ void plan_ready(switchboard_ptr self, inbox_ref ref, claim_result claim,
   segments += "]";
   char conf[32];
   std::snprintf(conf, sizeof(conf), "%.4f", plan.confidence);
-  named_statement stmt{"fanout_plan_store",
-                       {ref.request_id, std::to_string(ref.received_at_us),
-                        plan.router, plan.fallback ? "true" : "false",
-                        plan.fallback_reason, conf, f.mode, "all",
-                        f.abort_policy(), claim.record.policy_tier,
-                        to_json(plan), segments}};
-  self->request(st.writer, call_timeout, exec_atom_v, std::move(stmt))
+  return named_statement{"fanout_plan_store",
+                         {ref.request_id, std::to_string(ref.received_at_us),
+                          plan.router, plan.fallback ? "true" : "false",
+                          plan.fallback_reason, conf, f.mode, "all",
+                          f.abort_policy(), record.policy_tier, to_json(plan),
+                          segments}};
+}
+
+/// Persists the plan (or finds the stored one) and starts the fanout.
+void plan_ready(switchboard_ptr self, inbox_ref ref, claim_result claim,
+                routing_plan plan) {
+  auto& st = self->state;
+  auto stmt = plan_statement(self, ref, claim.record, plan);
+  self->request(st.writer, local_call, exec_atom_v, std::move(stmt))
     .then(
       [self, ref, claim](const named_result& rows) mutable {
         start_fanout(self, std::move(ref), std::move(claim), rows);
@@ -663,6 +669,28 @@ void plan_ready(switchboard_ptr self, inbox_ref ref, claim_result claim,
                      to_string(err));
         done_classifying(self, ref.request_id);
       });
+}
+
+/// The rules router's plan for `text` (general takes an empty message).
+routing_plan rules_plan(switchboard_ptr self, const std::string& text,
+                        const std::vector<registry_entry>& entries) {
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
+    // Nothing to decompose (ingest.v1 allows an empty text): general
+    // gets it whole, as the fail-safe.
+    routing_plan plan;
+    plan.router = "rules";
+    plan.fallback = true;
+    plan.fallback_reason = "no_match: the message has no text";
+    plan_segment seg;
+    seg.segment_id = "seg-1";
+    seg.butler = "general";
+    seg.prompt = "(the message has no text)";
+    seg.rationale = "empty message";
+    plan.segments.push_back(std::move(seg));
+    return plan;
+  }
+  return route_by_rules(text, entries,
+                        self->state.routing.router.confidence_threshold);
 }
 
 /// The cli router: the CLI runs on a thread of its own; its answer is
@@ -729,7 +757,7 @@ void route_claimed(switchboard_ptr self, inbox_ref ref, claim_result claim) {
     done_classifying(self, ref.request_id);
     return;
   }
-  self->request(reg, call_timeout, list_atom_v)
+  self->request(reg, local_call, list_atom_v)
     .then(
       [self, ref, claim](std::vector<registry_entry>& entries) mutable {
         auto& rc = self->state.routing.router;
@@ -738,25 +766,84 @@ void route_claimed(switchboard_ptr self, inbox_ref ref, claim_result claim) {
                        std::move(entries));
           return;
         }
-        auto& text = claim.record.normalized_text;
-        if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
-          // Nothing to decompose (ingest.v1 allows an empty text): general
-          // gets it whole, as the fail-safe.
-          routing_plan plan;
-          plan.router = "rules";
-          plan.fallback = true;
-          plan.fallback_reason = "no_match: the message has no text";
-          plan_segment seg;
-          seg.segment_id = "seg-1";
-          seg.butler = "general";
-          seg.prompt = "(the message has no text)";
-          seg.rationale = "empty message";
-          plan.segments.push_back(std::move(seg));
-          plan_ready(self, std::move(ref), std::move(claim), std::move(plan));
-          return;
-        }
-        auto plan = route_by_rules(text, entries, rc.confidence_threshold);
+        auto plan = rules_plan(self, claim.record.normalized_text, entries);
         plan_ready(self, std::move(ref), std::move(claim), std::move(plan));
+      },
+      [self, id = ref.request_id](const caf::error&) {
+        done_classifying(self, id);
+      });
+}
+
+void plan_and_claim(switchboard_ptr self, inbox_ref ref,
+                    std::shared_ptr<const inbox_record> record) {
+  auto& st = self->state;
+  auto reg = caf::actor_cast<registry_actor>(st.ctx->registry());
+  if (!reg) {
+    // Still 'accepted': the cold path retries it.
+    done_classifying(self, ref.request_id);
+    return;
+  }
+  self->request(reg, local_call, list_atom_v)
+    .then(
+      [self, ref, record](std::vector<registry_entry>& entries) {
+        auto& st = self->state;
+        auto plan = rules_plan(self, record->normalized_text, entries);
+        auto stmt = plan_statement(self, ref, *record, plan);
+        // Where the pair stands. With the real writer the claim's answer
+        // comes first (same lane; claims are answered before statements),
+        // but nothing here depends on it. The worker is freed once.
+        struct pair_state {
+          bool over = false;
+          bool claim_known = false;
+          std::optional<claim_result> claim;
+          std::optional<named_result> rows;
+          std::string plan_error;
+        };
+        auto ps = std::make_shared<pair_state>();
+        auto settle = [self, ps, ref] {
+          if (ps->over || !ps->claim_known)
+            return;
+          if (!ps->claim) {
+            // Not ours (or not answered): still 'accepted' or someone
+            // else's; the cold path or its holder takes it.
+            ps->over = true;
+            done_classifying(self, ref.request_id);
+          } else if (!ps->plan_error.empty()) {
+            // Claimed but not planned: the lease expires and the cold
+            // path plans it again.
+            ps->over = true;
+            spdlog::warn("request {}: plan not stored: {}", ref.request_id,
+                         ps->plan_error);
+            done_classifying(self, ref.request_id);
+          } else if (ps->rows) {
+            ps->over = true;
+            start_fanout(self, ref, std::move(*ps->claim), *ps->rows);
+          }
+        };
+        self->request(st.writer, local_call, claim_atom_v, ref)
+          .then(
+            [ps, settle](claim_result& claim) {
+              ps->claim_known = true;
+              if (claim.claimed)
+                ps->claim = std::move(claim);
+              settle();
+            },
+            [ps, settle](const caf::error&) {
+              ps->claim_known = true;
+              settle();
+            });
+        self->request(st.writer, local_call, exec_atom_v, std::move(stmt))
+          .then(
+            [ps, settle](named_result& rows) {
+              ps->rows = std::move(rows);
+              settle();
+            },
+            [ps, settle](const caf::error& err) {
+              ps->plan_error = to_string(err);
+              if (ps->plan_error.empty())
+                ps->plan_error = "storage error";
+              settle();
+            });
       },
       [self, id = ref.request_id](const caf::error&) {
         done_classifying(self, id);
@@ -916,7 +1003,7 @@ void renew_leases(switchboard_ptr self) {
                           std::to_string(rq.token),
                           std::to_string(st.cfg.lease_s)}};
     auto rid = id;
-    self->request(st.writer, call_timeout, exec_atom_v, std::move(stmt))
+    self->request(st.writer, local_call, exec_atom_v, std::move(stmt))
       .then(
         [self, rid](const named_result& r) {
           if (!r.rows.empty())
@@ -968,7 +1055,7 @@ caf::result<std::string> operate(switchboard_ptr self,
     return caf::error{butlers_errc::not_found, "unknown action " + action};
   }
   auto rp = self->make_response_promise<std::string>();
-  self->request(st.writer, call_timeout, exec_atom_v, std::move(stmt))
+  self->request(st.writer, local_call, exec_atom_v, std::move(stmt))
     .then(
       [self, rp, action, request_id, who, why,
        arg](const named_result& r) mutable {
@@ -1003,7 +1090,7 @@ caf::result<std::string> operate(switchboard_ptr self,
           if (r.rows[0][0] == "errored") {
             // Run the new target: replay the request, same lineage.
             self
-              ->request(st.writer, call_timeout, exec_atom_v,
+              ->request(st.writer, local_call, exec_atom_v,
                         named_statement{"request_replay",
                                         {request_id, who, why}})
               .then(

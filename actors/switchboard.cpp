@@ -16,10 +16,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-/// Bound on every round trip to the writer: it answers within one flush or
-/// at once with "unavailable", so hitting this means it is wedged.
-constexpr auto writer_timeout = 10s;
-
 int64_t now_us() {
   using namespace std::chrono;
   return duration_cast<microseconds>(system_clock::now().time_since_epoch())
@@ -45,7 +41,7 @@ void pump(switchboard_ptr self) {
     // a worker waits (in place) for it; later requests of other threads go
     // ahead.
     std::string key;
-    auto k = st.order_keys.find(i->request_id);
+    auto k = st.order_keys.find(i->ref.request_id);
     if (k != st.order_keys.end()) {
       key = k->second;
       if (st.held_keys.count(key) > 0) {
@@ -54,7 +50,8 @@ void pump(switchboard_ptr self) {
       }
       st.order_keys.erase(k);
     }
-    auto ref = std::move(*i);
+    auto ref = std::move(i->ref);
+    auto record = std::move(i->record);
     i = st.queue.erase(i);
     ++st.active;
     if (!key.empty()) {
@@ -63,7 +60,13 @@ void pump(switchboard_ptr self) {
     }
     st.process_latency->observe(
       static_cast<double>(now_us() - ref.received_at_us) / 1000.0);
-    self->request(st.writer, writer_timeout, claim_atom_v, ref)
+    // With the record stored at ingest and the rules router, the plan goes
+    // out with the claim (one commit); else claim, then plan.
+    if (record && st.routing.router.kind != "cli" && st.ctx->registry()) {
+      plan_and_claim(self, std::move(ref), std::move(record));
+      continue;
+    }
+    self->request(st.writer, local_call, claim_atom_v, ref)
       .then(
         [self, ref](claim_result& claim) {
           if (!claim.claimed) {
@@ -78,9 +81,11 @@ void pump(switchboard_ptr self) {
         });
   }
   st.queue_depth->set(static_cast<int64_t>(st.queue.size()));
-  // What overflowed is stored and `accepted`; with room again, it should
-  // not wait for the next interval of the cold path.
-  if (st.overflowed && st.queue.empty() && st.scanner) {
+  // What overflowed is stored and `accepted`; with room again (half the
+  // queue, so the workers never run dry while the cold path pages), it
+  // should not wait for the next interval of the cold path.
+  if (st.overflowed && st.queue.size() <= st.cfg.queue_capacity / 2
+      && st.scanner) {
     st.overflowed = false;
     self->send(caf::actor_cast<inbox_scanner_actor>(st.scanner), refill_atom_v);
   }
@@ -106,13 +111,14 @@ std::string order_key_of(const request_context& ctx) {
          + ctx.source_thread_identity;
 }
 
-bool offer(switchboard_ptr self, inbox_ref ref, std::string order_key) {
+bool offer(switchboard_ptr self, inbox_ref ref, std::string order_key,
+           std::shared_ptr<const inbox_record> record) {
   auto& st = self->state;
   if (st.queue.size() >= st.cfg.queue_capacity)
     return false;
   if (!order_key.empty())
     st.order_keys[ref.request_id] = std::move(order_key);
-  st.queue.push_back(std::move(ref));
+  st.queue.push_back(queued_request{std::move(ref), std::move(record)});
   return true;
 }
 
@@ -133,6 +139,7 @@ void ingest_records(switchboard_ptr self, std::vector<inbox_record> recs,
     inbox_ref ref;
     std::string key;
     std::string order;
+    std::shared_ptr<const inbox_record> record;
   };
   std::vector<inbox_record> admitted;
   std::vector<size_t> slots;
@@ -148,9 +155,16 @@ void ingest_records(switchboard_ptr self, std::vector<inbox_record> recs,
     } else {
       ++st.in_flight;
       auto& ctx = recs[i].context;
+      // What routing needs, kept for the hot path (not the raw payload).
+      auto kept = std::make_shared<inbox_record>();
+      kept->context = ctx;
+      kept->normalized_text = recs[i].normalized_text;
+      kept->policy_tier = recs[i].policy_tier.empty() ? "default"
+                                                      : recs[i].policy_tier;
       metas.push_back(meta{{ctx.request_id, ctx.received_at_us},
                            recs[i].dedupe_key,
-                           order_key_of(ctx)});
+                           order_key_of(ctx),
+                           std::move(kept)});
       admitted.push_back(std::move(recs[i]));
       slots.push_back(i);
     }
@@ -194,7 +208,7 @@ void ingest_records(switchboard_ptr self, std::vector<inbox_record> recs,
                          r.request_id);
           } else if (r.error_code == 0) {
             st.received->inc();
-            if (offer(self, m.ref, std::move(m.order))) {
+            if (offer(self, m.ref, std::move(m.order), std::move(m.record))) {
               st.enqueued_hot->inc();
               offered = true;
             } else {
@@ -246,12 +260,12 @@ void hand_to_messenger(switchboard_ptr self, std::string notify,
                                + self->system().render(err),
                              true));
   };
-  self->request(reg, writer_timeout, lookup_atom_v, "messenger")
+  self->request(reg, local_call, lookup_atom_v, "messenger")
     .then(
       [self, envelope, done, fail](caf::actor& messenger) mutable {
         route_request req{std::move(envelope), "switchboard", {}, {}};
         self
-          ->request(caf::actor_cast<butler_actor>(messenger), writer_timeout,
+          ->request(caf::actor_cast<butler_actor>(messenger), local_call,
                     route_atom_v, std::move(req))
           .then(
             [self, done](route_response& r) {

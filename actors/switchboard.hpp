@@ -4,6 +4,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <unordered_map>
@@ -54,6 +55,15 @@ struct waiting_entry {
   uint32_t wait = 0;
 };
 
+/// A stored request on the hot path. `record` is what this node stored at
+/// ingest (context, text and tier, no raw payload); with it, the request is
+/// planned before it is claimed and the plan commits with the claim. From
+/// the cold path it is null: claimed first, then planned.
+struct queued_request {
+  inbox_ref ref;
+  std::shared_ptr<const inbox_record> record;
+};
+
 struct switchboard_state {
   static inline const char* name = "switchboard";
   switchboard_config cfg;
@@ -62,7 +72,7 @@ struct switchboard_state {
   /// Ingest requests waiting for their commit (bounded by max_in_flight).
   uint32_t in_flight = 0;
   /// The hot path: stored, not yet claimed (bounded by queue_capacity).
-  std::deque<inbox_ref> queue;
+  std::deque<queued_request> queue;
   /// The cold path, once it has introduced itself.
   caf::actor scanner;
   /// Something stored found the queue full since the last refill: once the
@@ -136,6 +146,12 @@ switchboard_actor::behavior_type switchboard(switchboard_ptr self,
 /// once they are (calls `done_classifying`).
 void route_claimed(switchboard_ptr self, inbox_ref ref, claim_result claim);
 
+/// Plans a request from the record stored at ingest and sends its claim and
+/// its plan to the writer together (one commit when they share a batch; the
+/// plan is stored only for a request in progress); then as `route_claimed`.
+void plan_and_claim(switchboard_ptr self, inbox_ref ref,
+                    std::shared_ptr<const inbox_record> record);
+
 /// A butler's final route_response (or an immediate error response).
 void on_outcome(switchboard_ptr self, route_response r);
 
@@ -175,7 +191,8 @@ void done_classifying(switchboard_ptr self, const std::string& request_id);
 /// `order_key` names its source thread ("" = none): messages with the same
 /// key are classified and dispatched one at a time, in the order offered
 /// (spec 001 §10.9), while other keys proceed in parallel.
-bool offer(switchboard_ptr self, inbox_ref ref, std::string order_key = {});
+bool offer(switchboard_ptr self, inbox_ref ref, std::string order_key = {},
+           std::shared_ptr<const inbox_record> record = nullptr);
 
 /// The causal-order key of a request: channel, endpoint and source thread,
 /// or "" when the channel names no thread.

@@ -365,8 +365,9 @@ TEST_F(Switchboard, FullQueueCountsBackpressureAndStillAccepts) {
 }
 
 // What overflowed is stored and `accepted`: once the queue has room again
-// (runs empty), the switchboard asks the cold path for a refill, once per
-// overflow; not while the queue still holds work.
+// (half of it free; with a capacity of one, empty), the switchboard asks the
+// cold path for a refill, once per overflow; not while the queue still holds
+// work.
 TEST_F(Switchboard, AnOverflowAsksTheColdPathForARefillOnceTheQueueRunsEmpty) {
   switchboard_config sc;
   sc.queue_capacity = 1;
