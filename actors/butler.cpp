@@ -20,10 +20,6 @@ using namespace std::chrono_literals;
 
 using butler_ptr = butler_actor::stateful_pointer<butler_state>;
 
-/// Bound on a round trip to the writer: it answers within one group commit
-/// or at once with "unavailable", so hitting this means it is wedged.
-constexpr auto writer_timeout = 10s;
-
 /// Attempts at handing a reply to the switchboard before the work item ends
 /// `target_unavailable`.
 constexpr int notify_attempts = 3;
@@ -88,7 +84,7 @@ void write_outcome(butler_ptr self, session_outcome out) {
   op.error_class = out.response.status == "error" ? out.response.error_class
                                                   : std::string{};
   ++st.finishing;
-  self->request(st.writer, writer_timeout, work_atom_v, std::move(op))
+  self->request(st.writer, local_call, work_atom_v, std::move(op))
     .then(
       [self, out](const work_result& r) {
         auto& st = self->state;
@@ -157,7 +153,7 @@ void notify_then_write(butler_ptr self, session_outcome out,
   }
   auto notify = make_notify_json(env, st.params.cfg.name, out.reply,
                                  out.work_id);
-  self->request(sb, writer_timeout, deliver_atom_v, std::move(notify))
+  self->request(sb, local_call, deliver_atom_v, std::move(notify))
     .then(
       [self, out, give_up](const route_response& r) mutable {
         if (r.status == "error")
@@ -204,7 +200,7 @@ void pump(butler_ptr self) {
                        running_session{std::move(held), hdl,
                                        std::chrono::steady_clock::now()});
     auto op = op_for(work_op_kind::start, item, st.params.cfg.lease_s);
-    self->request(st.writer, writer_timeout, work_atom_v, std::move(op))
+    self->request(st.writer, local_call, work_atom_v, std::move(op))
       .then(
         [self, item](const work_result& r) {
           if (r.ok)
@@ -365,7 +361,7 @@ void store(butler_ptr self, route_request& req, route_envelope env,
   item.envelope = std::move(req.envelope);
   ++st.appending;
   update_gauges(self);
-  self->request(st.writer, writer_timeout, work_atom_v, std::move(op))
+  self->request(st.writer, local_call, work_atom_v, std::move(op))
     .then(
       [self, reply, env, t0, reply_to](work_result& r) mutable {
         auto& st = self->state;
@@ -461,7 +457,7 @@ void tick(butler_ptr self) {
   }
   for (auto& item : held) {
     self
-      ->request(st.writer, writer_timeout, work_atom_v,
+      ->request(st.writer, local_call, work_atom_v,
                 op_for(work_op_kind::renew, item, cfg.lease_s))
       .then(
         [self, item](const work_result& r) {
@@ -504,7 +500,7 @@ void tick(butler_ptr self) {
     op.limit = static_cast<uint32_t>(room);
     op.owner = st.owner;
     op.own = !st.recovered_own;
-    self->request(st.writer, writer_timeout, work_atom_v, std::move(op))
+    self->request(st.writer, local_call, work_atom_v, std::move(op))
       .then(
         [self](work_result& r) {
           auto& st = self->state;
@@ -646,6 +642,12 @@ butler_actor::behavior_type butler(
   st.session.runtime = cfg.runtime;
   st.session.timeout = std::chrono::seconds{cfg.session_timeout_s};
   st.session.adapters = st.params.adapters;
+  if (cfg.runtime.kind == "delivery")
+    // A job per running session, plus room for those of cancelled
+    // sessions still finishing.
+    st.session.pool = std::make_shared<
+      blocking_pool>(std::min<uint32_t>(cfg.max_concurrent_sessions, 8),
+                     2 * size_t{cfg.max_concurrent_sessions});
   for (auto& sch : cfg.schedules) {
     if (sch.cron.empty()) {
       st.crons.emplace_back();

@@ -243,6 +243,20 @@ void start_delivery(session_ptr self) {
   auto adapters = st.params.adapters;
   auto notify = st.env.notify_request;
   auto me = caf::actor_cast<session_actor>(self);
+  if (auto& pool = st.params.pool) {
+    auto posted = pool->post([adapters, notify, stop, me] {
+      caf::anon_send(me, done_atom_v,
+                     deliver_notify(adapters, notify, stop.get()));
+    });
+    if (!posted) {
+      adapter_result a;
+      a.error_class = "overload_rejected";
+      a.message = "every delivery thread is busy";
+      a.retryable = true;
+      self->send(me, done_atom_v, std::move(a));
+    }
+    return;
+  }
   self->spawn<caf::detached>(
     [](caf::blocking_actor*, std::vector<delivery_adapter_config> adapters,
        std::string notify, std::shared_ptr<std::atomic<bool>> stop,

@@ -10,6 +10,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/interfaces.hpp"
+#include "runtime/blocking_pool.hpp"
 #include "runtime/config.hpp"
 #include "runtime/route.hpp"
 #include "runtime/scripted.hpp"
@@ -27,6 +28,9 @@ struct session_params {
   /// delivery: the messenger's channel adapters (empty: one outbox,
   /// "outbox.jsonl" in the working directory).
   std::vector<delivery_adapter_config> adapters;
+  /// delivery: the messenger's threads for the blocking sends (null: a
+  /// thread of its own per delivery).
+  std::shared_ptr<blocking_pool> pool;
 };
 
 /// A run's steer channel: input that arrived before the session started
