@@ -28,11 +28,11 @@ void schedule(scanner_ptr self, caf::timespan delay, bool new_chain) {
 
 void sweep(scanner_ptr self);
 
-/// A sweep at once, from the oldest row (what overflowed may be older than
-/// the cursor) and without the grace period: starts a refill chain.
-void refill(scanner_ptr self) {
+/// A sweep at once, from `from_us` (the oldest row that overflowed) and
+/// without the grace period: starts a refill chain.
+void refill(scanner_ptr self, int64_t from_us) {
   auto& st = self->state;
-  st.cursor_us = 0;
+  st.cursor_us = from_us;
   st.grace_s = 0;
   sweep(self);
 }
@@ -55,7 +55,7 @@ void sweep(scanner_ptr self) {
     schedule(self, std::min<caf::timespan>(interval, not_ready), false);
     return;
   }
-  std::vector<inbox_ref> refs;
+  std::vector<inbox_record> refs;
   try {
     if (!st.store->connected())
       st.store->connect();
@@ -79,7 +79,7 @@ void sweep(scanner_ptr self) {
   std::vector<int64_t> stamps;
   stamps.reserve(refs.size());
   for (auto& ref : refs)
-    stamps.push_back(ref.received_at_us);
+    stamps.push_back(ref.context.received_at_us);
   spdlog::info("scanner: found {} message(s) to recover", found);
   st.offering = true;
   auto after = [self](caf::timespan next, bool new_chain) {
@@ -87,7 +87,7 @@ void sweep(scanner_ptr self) {
     st.offering = false;
     if (st.refill_pending) {
       st.refill_pending = false;
-      refill(self);
+      refill(self, st.refill_from_us);
       return;
     }
     schedule(self, next, new_chain);
@@ -101,7 +101,10 @@ void sweep(scanner_ptr self) {
         // again; until then (or after the backlog), the interval.
         auto& st = self->state;
         if (taken == stamps.size()) {
-          st.cursor_us = stamps[taken - 1];
+          // The next page starts at this page's last receipt time (ties may
+          // straddle pages); a page of one microsecond moves past it.
+          auto last = stamps[taken - 1];
+          st.cursor_us = last == st.cursor_us ? last + 1 : last;
           after(caf::timespan{0}, false);
         } else {
           st.cursor_us = 0;
@@ -143,14 +146,17 @@ inbox_scanner_actor::behavior_type inbox_scanner(
         return; // superseded by a later schedule or a refill
       sweep(self);
     },
-    [self](refill_atom) {
+    [self](refill_atom, int64_t from_us) {
       auto& st = self->state;
       st.refills->inc();
       if (st.offering) {
+        st.refill_from_us = st.refill_pending
+                              ? std::min(st.refill_from_us, from_us)
+                              : from_us;
         st.refill_pending = true;
         return;
       }
-      refill(self);
+      refill(self, from_us);
     },
   };
 }

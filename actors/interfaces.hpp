@@ -101,9 +101,10 @@ using switchboard_actor = caf::typed_actor<
   /// error (admission full, draining, database unavailable).
   caf::replies_to<ingest_atom,
                   std::vector<inbox_record>>::with<std::vector<append_result>>,
-  /// Cold path: offers rows found by the scanner; replies how many fit the
-  /// queue (the rest stay in the database for the next sweep).
-  caf::replies_to<enqueue_atom, std::vector<inbox_ref>>::with<uint32_t>,
+  /// Cold path: offers rows found by the scanner (context, text and tier);
+  /// replies how many fit the queue, a prefix (the rest stay in the
+  /// database for the next sweep).
+  caf::replies_to<enqueue_atom, std::vector<inbox_record>>::with<uint32_t>,
   /// Delivery (spec 001 §10.1): hands a notify.v1 (JSON text) from a
   /// butler's session to the messenger as route.v1 with
   /// input.context.notify_request; answers the messenger's response.
@@ -142,8 +143,10 @@ using inbox_scanner_actor = caf::typed_actor<
   /// is no longer the current one is ignored.
   caf::reacts_to<scan_atom, uint64_t>,
   /// From the switchboard: its queue overflowed and has drained; sweep now,
-  /// without the grace period (what overflowed is stored and unclaimed).
-  caf::reacts_to<refill_atom>>;
+  /// without the grace period (what overflowed is stored and unclaimed),
+  /// from the receipt time (Unix µs) of the oldest row that overflowed:
+  /// older open rows are queued or being worked on already.
+  caf::reacts_to<refill_atom, int64_t>>;
 
 // -- butlers
 // -------------------------------------------------------------------

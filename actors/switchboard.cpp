@@ -1,7 +1,10 @@
 #include "actors/switchboard.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <limits>
 #include <memory>
+#include <utility>
 
 #include <caf/actor_cast.hpp>
 #include <caf/event_based_actor.hpp>
@@ -52,6 +55,7 @@ void pump(switchboard_ptr self) {
     }
     auto ref = std::move(i->ref);
     auto record = std::move(i->record);
+    st.queued_ids.erase(ref.request_id);
     i = st.queue.erase(i);
     ++st.active;
     if (!key.empty()) {
@@ -87,7 +91,9 @@ void pump(switchboard_ptr self) {
   if (st.overflowed && st.queue.size() <= st.cfg.queue_capacity / 2
       && st.scanner) {
     st.overflowed = false;
-    self->send(caf::actor_cast<inbox_scanner_actor>(st.scanner), refill_atom_v);
+    self->send(caf::actor_cast<inbox_scanner_actor>(st.scanner), refill_atom_v,
+               std::exchange(st.overflow_from_us,
+                             std::numeric_limits<int64_t>::max()));
   }
 }
 
@@ -114,10 +120,13 @@ std::string order_key_of(const request_context& ctx) {
 bool offer(switchboard_ptr self, inbox_ref ref, std::string order_key,
            std::shared_ptr<const inbox_record> record) {
   auto& st = self->state;
+  if (st.queued_ids.count(ref.request_id) > 0)
+    return true; // queued already (offered again by the cold path)
   if (st.queue.size() >= st.cfg.queue_capacity)
     return false;
   if (!order_key.empty())
     st.order_keys[ref.request_id] = std::move(order_key);
+  st.queued_ids.insert(ref.request_id);
   st.queue.push_back(queued_request{std::move(ref), std::move(record)});
   return true;
 }
@@ -215,6 +224,8 @@ void ingest_records(switchboard_ptr self, std::vector<inbox_record> recs,
               // Stored and acknowledged; the cold path will find it.
               st.backpressure->inc();
               st.overflowed = true;
+              st.overflow_from_us = std::min(st.overflow_from_us,
+                                             m.ref.received_at_us);
             }
           }
           p->out[p->slots[j]] = std::move(r);
@@ -409,18 +420,25 @@ switchboard_actor::behavior_type switchboard(switchboard_ptr self,
                      });
       return rp;
     },
-    [self](enqueue_atom, std::vector<inbox_ref>& refs) {
+    [self](enqueue_atom, std::vector<inbox_record>& recs) {
       auto& st = self->state;
       uint32_t taken = 0;
-      for (auto& ref : refs) {
-        if (!offer(self, std::move(ref)))
+      int64_t first_left = 0;
+      for (auto& rec : recs) {
+        inbox_ref ref{rec.context.request_id, rec.context.received_at_us};
+        first_left = ref.received_at_us;
+        auto key = order_key_of(rec.context);
+        if (!offer(self, std::move(ref), std::move(key),
+                   std::make_shared<inbox_record>(std::move(rec))))
           break;
         ++taken;
       }
       st.enqueued_cold->inc(taken);
       st.recovered->inc(taken);
-      if (taken < refs.size())
+      if (taken < recs.size()) {
         st.overflowed = true;
+        st.overflow_from_us = std::min(st.overflow_from_us, first_left);
+      }
       pump(self);
       return taken;
     },

@@ -3,11 +3,13 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <random>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <caf/stateful_actor.hpp>
@@ -73,11 +75,17 @@ struct switchboard_state {
   uint32_t in_flight = 0;
   /// The hot path: stored, not yet claimed (bounded by queue_capacity).
   std::deque<queued_request> queue;
+  /// The request ids in `queue`: the cold path may find a queued request
+  /// (still `accepted`) and offer it again; it is taken as queued.
+  std::unordered_set<std::string> queued_ids;
   /// The cold path, once it has introduced itself.
   caf::actor scanner;
   /// Something stored found the queue full since the last refill: once the
   /// queue is empty, the scanner is asked to sweep at once.
   bool overflowed = false;
+  /// The receipt time (Unix µs) of the oldest request that found the queue
+  /// full since the last refill: the refill starts there.
+  int64_t overflow_from_us = std::numeric_limits<int64_t>::max();
   /// Workers busy with a claimed message (bounded by workers): claiming
   /// and classifying; free again once the subrequests are out.
   uint32_t active = 0;

@@ -612,15 +612,27 @@ write_result inbox_store::write_each(const write_batch& b) {
   return result;
 }
 
-std::vector<inbox_ref> inbox_store::scan(uint32_t grace_s, uint32_t limit,
-                                         int64_t after_us) {
+std::vector<inbox_record> inbox_store::scan(uint32_t grace_s, uint32_t limit,
+                                            int64_t after_us) {
   pqxx::nontransaction tx{*conn_};
-  std::vector<inbox_ref> refs;
+  std::vector<inbox_record> out;
   for (auto row :
        tx.exec_params(replanned("inbox_scan"), static_cast<int>(grace_s),
-                      static_cast<int>(limit), after_us))
-    refs.push_back(inbox_ref{row[0].as<std::string>(), row[1].as<int64_t>()});
-  return refs;
+                      static_cast<int>(limit), after_us)) {
+    inbox_record r;
+    auto& ctx = r.context;
+    ctx.request_id = row[0].as<std::string>();
+    ctx.received_at_us = row[1].as<int64_t>();
+    ctx.source_channel = row[2].as<std::string>();
+    ctx.source_endpoint_identity = row[3].as<std::string>();
+    ctx.source_sender_identity = row[4].as<std::string>();
+    ctx.source_thread_identity = row[5].as<std::string>();
+    ctx.trace_parent = row[6].as<std::string>();
+    r.normalized_text = row[7].as<std::string>();
+    r.policy_tier = row[8].as<std::string>();
+    out.push_back(std::move(r));
+  }
+  return out;
 }
 
 } // namespace butlers

@@ -73,10 +73,11 @@ class inbox_store {
   write_result write_each(const write_batch& b);
 
   /// The cold path: `accepted` rows older than `grace_s` and `progress`
-  /// rows whose lease expired, received after `after_us` (Unix µs), oldest
-  /// first, at most `limit`.
-  std::vector<inbox_ref> scan(uint32_t grace_s, uint32_t limit,
-                              int64_t after_us = 0);
+  /// rows whose lease expired, received at or after `after_us` (Unix µs),
+  /// oldest first, at most `limit`; each with its context, normalized text
+  /// and policy tier (no raw payload, no dedupe key).
+  std::vector<inbox_record> scan(uint32_t grace_s, uint32_t limit,
+                                 int64_t after_us = 0);
 
  private:
   /// `committed`: `tx` commits each statement by itself (autocommit), so

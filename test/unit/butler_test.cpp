@@ -133,7 +133,7 @@ switchboard_actor::behavior_type fake_switchboard(
        std::vector<inbox_record>&) -> caf::result<std::vector<append_result>> {
       return caf::error{butlers_errc::internal_error, "not used"};
     },
-    [](enqueue_atom, std::vector<inbox_ref>&) {
+    [](enqueue_atom, std::vector<inbox_record>&) {
       return uint32_t{0};
     },
     [notes](deliver_atom, std::string& notify) {

@@ -380,7 +380,7 @@ TEST_F(Switchboard, AnOverflowAsksTheColdPathForARefillOnceTheQueueRunsEmpty) {
   // function-based actor takes no arguments besides self; UBSan objects.)
   auto scanner = sys.spawn(
     [refills](caf::event_based_actor*, int) -> caf::behavior {
-      return {[refills](refill_atom) {
+      return {[refills](refill_atom, int64_t) {
         ++*refills;
       }};
     },
@@ -488,9 +488,13 @@ TEST_F(Switchboard, ColdPathTakesWhatFits) {
   sc.workers = 1;
   script->grant_claims = false; // rows held elsewhere: skipped, not processed
   start(sc);
-  std::vector<inbox_ref> refs;
-  for (int i = 0; i < 5; ++i)
-    refs.push_back(inbox_ref{"cold-" + std::to_string(i), i});
+  std::vector<inbox_record> refs;
+  for (int i = 0; i < 5; ++i) {
+    inbox_record r;
+    r.context.request_id = "cold-" + std::to_string(i);
+    r.context.received_at_us = i;
+    refs.push_back(std::move(r));
+  }
   self->send(sb, enqueue_atom_v, refs);
   sched.run();
   uint32_t taken = 0;
