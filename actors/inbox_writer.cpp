@@ -1,6 +1,7 @@
 #include "actors/inbox_writer.hpp"
 
 #include <algorithm>
+#include <tuple>
 
 #include <caf/actor_cast.hpp>
 #include <caf/event_based_actor.hpp>
@@ -278,9 +279,9 @@ void dispatch(writer_ptr self) {
     std::vector<size_t> ready;
     size_t waiting = 0;
     for (size_t i = 0; i < st.lanes.size(); ++i)
-      if (st.lanes[i].pending.size() > 0 && !st.lanes[i].in_flight) {
+      if (!st.lanes[i].pending.empty() && !st.lanes[i].in_flight) {
         ready.push_back(i);
-        waiting += st.lanes[i].pending.size();
+        waiting += st.lanes[i].size();
       }
     if (!ready.empty() && (idx = lane_connection(self, waiting)) >= 0) {
       write_batch batch;
@@ -289,11 +290,11 @@ void dispatch(writer_ptr self) {
       for (auto i : ready) {
         auto& lane = st.lanes[i];
         if (batch.size() > 0
-            && batch.size() + lane.pending.size() > st.cfg.max_batch)
+            && batch.size() + lane.pending.front().size() > st.cfg.max_batch)
           continue;
-        append_to(batch, waiters, lane.pending, lane.waiters);
-        lane.pending = write_batch{};
-        lane.waiters = batch_waiters{};
+        append_to(batch, waiters, lane.pending.front(), lane.waiters.front());
+        lane.pending.pop_front();
+        lane.waiters.pop_front();
         taken.push_back(i);
       }
       // Without append connections, appends ride along.
@@ -398,6 +399,19 @@ caf::error unavailable(writer_ptr self, size_t n) {
                     "database unavailable: " + st.last_error};
 }
 
+/// The batch (and its waiters) that a write with ordering key `key` joins:
+/// the last of its lane, or a new one when that is full.
+std::pair<write_batch*, batch_waiters*> lane_tail(writer_ptr self,
+                                                  std::string_view key) {
+  auto& st = self->state;
+  auto& lane = st.lanes[lane_of(self, key)];
+  if (lane.pending.empty() || lane.pending.back().size() >= st.cfg.max_batch) {
+    lane.pending.emplace_back();
+    lane.waiters.emplace_back();
+  }
+  return {&lane.pending.back(), &lane.waiters.back()};
+}
+
 template<class Reply, class Item, class Waiter>
 caf::result<Reply> submit(writer_ptr self,
                           std::vector<Item> write_batch::*items,
@@ -414,14 +428,10 @@ caf::result<Reply> submit(writer_ptr self,
       batch = &st.pending;
       waiting = &st.pending_waiters;
     } else {
-      auto& lane = st.lanes[lane_of(self, key_of(item))];
-      batch = &lane.pending;
-      waiting = &lane.waiters;
+      std::tie(batch, waiting) = lane_tail(self, key_of(item));
     }
   } else {
-    auto& lane = st.lanes[lane_of(self, key_of(item))];
-    batch = &lane.pending;
-    waiting = &lane.waiters;
+    std::tie(batch, waiting) = lane_tail(self, key_of(item));
   }
   (batch->*items).push_back(std::move(item));
   (waiting->*waiters).push_back(rp);
@@ -574,9 +584,10 @@ inbox_writer_actor::behavior_type inbox_writer_with(
         st.pending = write_batch{};
         st.pending_waiters = batch_waiters{};
         for (auto& lane : st.lanes) {
-          deliver(lane.waiters, err);
-          lane.pending = write_batch{};
-          lane.waiters = batch_waiters{};
+          for (auto& w : lane.waiters)
+            deliver(w, err);
+          lane.pending.clear();
+          lane.waiters.clear();
         }
       } else if (is_up) {
         if (!was_ready)

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -61,10 +62,21 @@ struct batch_waiters {
 /// time, so writes with the same key commit in submission order; different
 /// lanes commit in parallel, each on a connection of its own.
 struct writer_lane {
-  write_batch pending;
-  batch_waiters waiters;
+  /// Writes waiting, in submission order, cut into batches of at most
+  /// `max_batch` (each a prefix of what follows, so taking the front one
+  /// never lets a later write overtake an earlier one), and their waiters.
+  std::deque<write_batch> pending;
+  std::deque<batch_waiters> waiters;
   /// A batch of this lane is being written.
   bool in_flight = false;
+
+  /// Writes waiting.
+  size_t size() const {
+    size_t n = 0;
+    for (auto& b : pending)
+      n += b.size();
+    return n;
+  }
 };
 
 struct inbox_writer_state {

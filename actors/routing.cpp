@@ -844,6 +844,9 @@ void plan_and_claim(switchboard_ptr self, inbox_ref ref,
                 ps->plan_error = "storage error";
               settle();
             });
+        // The plan is made: the worker is free for the next request while
+        // these commit.
+        free_worker(self, ref.request_id);
       },
       [self, id = ref.request_id](const caf::error&) {
         done_classifying(self, id);

@@ -38,7 +38,8 @@ void pump(switchboard_ptr self) {
   auto& st = self->state;
   auto i = st.queue.begin();
   while (st.active < st.cfg.workers && i != st.queue.end()
-         && st.requests.size() + st.active < st.cfg.max_in_progress
+         && st.requests.size() + st.active + st.committing.size()
+              < st.cfg.max_in_progress
          && st.waiting_count < st.cfg.max_waiting) {
     // Per-source-thread order: a request whose thread already has one with
     // a worker waits (in place) for it; later requests of other threads go
@@ -99,7 +100,8 @@ void pump(switchboard_ptr self) {
 
 void done_classifying(switchboard_ptr self, const std::string& request_id) {
   auto& st = self->state;
-  --st.active;
+  if (st.committing.erase(request_id) == 0)
+    --st.active;
   auto c = st.classifying.find(request_id);
   if (c != st.classifying.end()) {
     auto h = st.held_keys.find(c->second);
@@ -107,6 +109,14 @@ void done_classifying(switchboard_ptr self, const std::string& request_id) {
       st.held_keys.erase(h);
     st.classifying.erase(c);
   }
+  pump(self);
+}
+
+void free_worker(switchboard_ptr self, const std::string& request_id) {
+  auto& st = self->state;
+  if (!st.committing.insert(request_id).second)
+    return;
+  --st.active;
   pump(self);
 }
 

@@ -87,8 +87,13 @@ struct switchboard_state {
   /// full since the last refill: the refill starts there.
   int64_t overflow_from_us = std::numeric_limits<int64_t>::max();
   /// Workers busy with a claimed message (bounded by workers): claiming
-  /// and classifying; free again once the subrequests are out.
+  /// and classifying; free again once the subrequests are out, or, for a
+  /// plan made before the claim, once plan and claim are sent.
   uint32_t active = 0;
+  /// Requests whose worker was freed that way while their claim and plan
+  /// commit (bounded, with `active` and `requests`, by max_in_progress);
+  /// their source-thread hold stays until they are dispatched.
+  std::unordered_set<std::string> committing;
   /// Causal order (spec 001 §10.9): the source-thread key of each queued
   /// request that has one, and the keys of requests a worker holds; a
   /// queued request waits while its key is held, later ones of other keys
@@ -194,6 +199,11 @@ void hand_to_messenger(switchboard_ptr self, std::string notify,
 /// Frees the classification worker of `request_id` (and the hold on its
 /// source thread) and pumps the hot path.
 void done_classifying(switchboard_ptr self, const std::string& request_id);
+
+/// Frees the worker of `request_id` while its claim and plan commit (the
+/// rules router's plan is made: nothing is left for a worker to do); the
+/// request counts as committing until `done_classifying`.
+void free_worker(switchboard_ptr self, const std::string& request_id);
 
 /// Offers a stored message to the hot path; false when the queue is full.
 /// `order_key` names its source thread ("" = none): messages with the same

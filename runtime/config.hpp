@@ -293,8 +293,9 @@ struct delivery_adapter_config {
 
 /// `[messenger]`: the only outbound delivery path.
 struct messenger_config {
-  /// Deliveries at once. Default 2, range 1..256.
-  uint32_t max_concurrent_sessions = 2;
+  /// Deliveries at once. Default 16, range 1..256. (An outbox syncs once
+  /// for every line that arrives while it syncs: more at once, fewer syncs.)
+  uint32_t max_concurrent_sessions = 16;
   /// Deliveries waiting. Default 1000, range 0..100000.
   uint32_t max_pending = 1000;
   /// `[[messenger.adapter]]`, in file order. Empty (default) means one outbox

@@ -279,6 +279,36 @@ TEST_F(InboxWriter, BatchesNeverExceedMaxBatch) {
   EXPECT_EQ(replies().size(), 10u);
 }
 
+TEST_F(InboxWriter, ALanesWritesGoInBatchesOfMaxBatchInSubmissionOrder) {
+  lanes = 2;
+  start(4, 3);
+  // Ten routing writes of one request, of two kinds, while its lane's
+  // first batch is out: never more than max_batch at once, and a batch
+  // never holds a write submitted after one left for a later batch (a plan
+  // must not commit before its claim).
+  claim(7);
+  sched.run();
+  for (int i = 0; i < 9; ++i) {
+    if (i % 3 == 2)
+      self->send(writer, exec_atom_v,
+                 named_statement{"fanout_segment_update", {"id-7"}});
+    else
+      claim(7);
+  }
+  sched.run();
+  auto& first = *scripts[0];
+  for (int round = 0; round < 3; ++round) {
+    self->send(connections[0], connect_atom_v);
+    sched.run();
+  }
+  EXPECT_EQ(first.batch_sizes, (std::vector<size_t>{1, 4, 4, 1}));
+  ASSERT_EQ(first.held.size(), 1u);
+  // Submitted: c c n c c n | c c n -> batches {c c n c} {c n c c} {n}.
+  EXPECT_EQ(first.held[0].first.named.size(), 1u);
+  EXPECT_TRUE(first.held[0].first.claims.empty());
+  EXPECT_TRUE(scripts[1]->batch_sizes.empty()) << "one lane, one connection";
+}
+
 TEST_F(InboxWriter, ABatchOfRecordsSpansFlushesAndIsAnsweredOnceInOrder) {
   start(4);
   auto many = [&](int from, int to) {
