@@ -1,11 +1,13 @@
 -- Stores requests' plans and their segments, or — for a request planned
 -- before (processed again after a crash, a lost lease or a replay) — keeps
--- the stored plan and returns its segments as they stand. Also puts each
--- plan into message_inbox.decomposition. A plan is stored only for a
+-- the stored plan and returns its segments as they stand. The inbox row is
+-- not touched (one row version less per request): request inspection
+-- reads the plan from fanout_plans; rows planned by older versions also
+-- carry it in message_inbox.decomposition. A plan is stored only for a
 -- request in 'progress': the switchboard sends a new request's plan with
--- its claim, and a claim that failed must leave nothing behind. Set-based: parameter i is the
--- array of every statement's i-th value (see inbox_store.cpp,
--- `set_based`); a request appears once per batch.
+-- its claim, and a claim that failed must leave nothing behind.
+-- Set-based: parameter i is the array of every statement's i-th value (see
+-- inbox_store.cpp, `set_based`); a request appears once per batch.
 -- $1 request_id, $2 received_at (Unix µs), $3 router, $4 fallback
 -- ('true'/'false'), $5 fallback_reason ('' = none), $6 confidence,
 -- $7 fanout_mode, $8 join_policy, $9 abort_policy, $10 policy_tier,
@@ -57,14 +59,6 @@ WITH t AS (
          AS s(segment_id text, ordinal integer, butler text, prompt text)
   RETURNING request_id, segment_id, ordinal, butler, prompt, state, attempts,
             round_attempts, work_id, error_class, error_message
-), decomposed AS (
-  UPDATE message_inbox m
-  SET decomposition = t.plan, updated_at = now()
-  FROM t JOIN plan_ins USING (request_id)
-  WHERE m.request_id = ANY(ARRAY(SELECT request_id FROM t))
-    AND m.received_at = ANY(ARRAY(
-          SELECT timestamptz 'epoch' + us * interval '1 microsecond' FROM t))
-    AND m.request_id = t.request_id
 )
 SELECT t.ord, t.fanout_mode, s.segment_id, s.ordinal, s.butler, s.prompt,
        s.state, s.attempts, s.round_attempts, coalesce(s.work_id, ''),

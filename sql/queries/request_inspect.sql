@@ -17,7 +17,11 @@ SELECT jsonb_build_object(
     'trace_parent', m.trace_parent),
   'policy_tier', m.policy_tier,
   'normalized_text', m.normalized_text,
-  'decomposition', m.decomposition,
+  -- The plan as stored with it (rows planned before the plan was kept
+  -- only there have it in message_inbox.decomposition).
+  'decomposition', coalesce((SELECT p.plan FROM fanout_plans p
+                             WHERE p.request_id = m.request_id),
+                            m.decomposition),
   'plan', (SELECT jsonb_build_object(
              'router', p.router, 'fallback', p.fallback,
              'fallback_reason', p.fallback_reason,
