@@ -65,26 +65,38 @@ int idle_connection(writer_ptr self) {
   return -1;
 }
 
-/// A connection for the next batch of lifecycle and routing writes (`ready`
-/// of them wait in lanes with no batch in flight), or -1 to wait. The first
-/// lane connection that is up takes every batch; the others spill over, as
-/// the append connections do: they take one only while it is busy and at
-/// least a quarter of `max_batch` writes wait. At moderate load routing
-/// writes keep to one connection in batches that grow while it commits;
-/// under load two batches commit at once, each still large. While every
-/// lane connection is down, any idle connection.
-int lane_connection(writer_ptr self, size_t ready) {
+/// No connection of a kind is up (see `spill_connection`).
+constexpr int none_up = -2;
+
+/// Of connections [first, last): the first that is up takes every batch;
+/// the others only spill over, taking one while it is busy and at least a
+/// quarter of `max_batch` writes wait (`waiting`). At moderate load writes
+/// keep to one connection in batches that grow while it commits (every
+/// commit costs the database and the node CPU of its own); under load one
+/// batch commits while the next is written. Returns the connection, -1 to
+/// wait, or `none_up`.
+int spill_connection(writer_ptr self, size_t first, size_t last,
+                     size_t waiting) {
   auto& st = self->state;
   size_t spill = std::max<size_t>(1, st.cfg.max_batch / 4);
   bool own_up = false;
-  for (size_t i = 0; i < st.lanes.size(); ++i) {
+  for (size_t i = first; i < last; ++i) {
     if (!st.up[i])
       continue;
-    if (usable(self, i) && (!own_up || ready >= spill))
+    if (usable(self, i) && (!own_up || waiting >= spill))
       return static_cast<int>(i);
     own_up = true;
   }
-  return own_up ? -1 : idle_connection(self);
+  return own_up ? -1 : none_up;
+}
+
+/// A connection for the next batch of lifecycle and routing writes
+/// (`ready` of them wait in lanes with no batch in flight): one of the
+/// lanes' connections, or any idle one while all of those are down. -1:
+/// wait.
+int lane_connection(writer_ptr self, size_t ready) {
+  auto i = spill_connection(self, 0, self->state.lanes.size(), ready);
+  return i == none_up ? idle_connection(self) : i;
 }
 
 /// The connections after the lanes' carry appends alone (with a single
@@ -96,30 +108,17 @@ bool has_append_connections(writer_ptr self) {
 
 /// The connection for the next batch of appends alone, or -1 to wait: the
 /// append connections have them to themselves, so group commit of new
-/// requests never queues behind routing writes.
-///
-/// The first of those that is up takes every batch. The others only spill
-/// over: they take one while it is busy and at least a quarter of
-/// `max_batch` appends wait. At moderate load new requests then keep to one
-/// connection and commit in batches that grow while it flushes (every
-/// commit costs the database and the node CPU of its own); under load one
-/// batch commits while the next is being written.
+/// requests never queues behind routing writes; while all of those are
+/// down, an idle lane connection.
 int append_connection(writer_ptr self) {
   auto& st = self->state;
-  bool own_up = false;
-  size_t spill = std::max<size_t>(1, st.cfg.max_batch / 4);
-  for (size_t i = st.lanes.size(); i < st.connections.size(); ++i) {
-    if (!st.up[i])
-      continue;
-    if (usable(self, i) && (!own_up || st.pending.appends.size() >= spill))
-      return static_cast<int>(i);
-    own_up = true;
-  }
-  // All of their own are down: share an idle lane connection.
-  if (!own_up && has_append_connections(self))
-    for (size_t i = 0; i < st.lanes.size(); ++i)
-      if (usable(self, i))
-        return static_cast<int>(i);
+  auto i = spill_connection(self, st.lanes.size(), st.connections.size(),
+                            st.pending.appends.size());
+  if (i != none_up)
+    return i;
+  for (size_t j = 0; j < st.lanes.size(); ++j)
+    if (usable(self, j))
+      return static_cast<int>(j);
   return -1;
 }
 

@@ -41,6 +41,8 @@ struct writer_script {
   std::vector<inbox_record> appends;
   std::vector<inbox_ref> claims;
   std::vector<completion> completions;
+  /// Request ids of the plans stored (fanout_plan_store), in order.
+  std::vector<std::string> plans;
   /// Dedupe keys already stored, answered as duplicates.
   std::vector<std::string> stored_keys;
 };
@@ -124,6 +126,7 @@ inbox_writer_actor::behavior_type fake_writer(
           if (script->claims[i].request_id == st.params.at(0))
             script->claim_promises[i].deliver(claim_result{false, 0, {}});
       if (st.query == "fanout_plan_store") {
+        script->plans.push_back(st.params.at(0));
         // As the statement answers a new plan: its segments, pending.
         named_result out{true, {}};
         rapidjson::Document segs;
@@ -254,6 +257,56 @@ TEST_F(Switchboard, AcceptsOnlyWhatTheWriterStored) {
   ASSERT_EQ(script->claims.size(), 1u);
   EXPECT_EQ(script->claims[0].request_id, "id-1");
   EXPECT_TRUE(script->completions.empty());
+}
+
+// With the rules router and the record kept from ingest, the plan is made
+// before the claim and sent with it (one commit in the real writer), and
+// the worker is free for the next request while they commit. A claim that
+// fails ends the request here, whatever the plan's answer.
+TEST_F(Switchboard, APlanGoesOutWithItsClaimAndTheWorkerIsFreeMeanwhile) {
+  auto reg = sys.spawn(
+    [](caf::event_based_actor*, int) -> caf::behavior {
+      return {
+        [](list_atom) {
+          return std::vector<registry_entry>{};
+        },
+      };
+    },
+    0);
+  ctx->set_registry(reg);
+  switchboard_config sc;
+  sc.workers = 1;
+  sc.queue_capacity = 10;
+  script->hold_claims = true;
+  start(sc);
+  ingest("id-1", "k-1");
+  reply();
+  sched.run();
+  // Claim and plan are both out; the fake answers the plan at once, before
+  // the claim (the real writer answers the claim first): the request waits
+  // for its claim.
+  ASSERT_EQ(claimed(), (std::vector<std::string>{"id-1"}));
+  ASSERT_EQ(script->plans, (std::vector<std::string>{"id-1"}));
+  auto in_progress = [&] {
+    return ctx->metrics
+      .get_gauge("butlers_switchboard_requests_in_progress", "")
+      .value();
+  };
+  EXPECT_EQ(in_progress(), 0) << "nothing is dispatched before the claim";
+  // One worker, still the next request is planned and claimed.
+  ingest("id-2", "k-2");
+  reply();
+  sched.run();
+  EXPECT_EQ(claimed(), (std::vector<std::string>{"id-1", "id-2"}));
+  EXPECT_EQ(script->plans, (std::vector<std::string>{"id-1", "id-2"}));
+  // Both claims fail (held elsewhere): neither request goes further.
+  release("id-1");
+  release("id-2");
+  EXPECT_EQ(in_progress(), 0);
+  EXPECT_TRUE(script->completions.empty());
+  EXPECT_EQ(counter_value("butlers_switchboard_lifecycle_parsed"), 0u);
+  self->send_exit(reg, caf::exit_reason::user_shutdown);
+  sched.run();
 }
 
 TEST_F(Switchboard, AdmissionRejectsBeyondMaxInFlight) {
