@@ -169,9 +169,9 @@ void notify_then_write(butler_ptr self, session_outcome out,
 /// Starts sessions while a slot is free and items wait. The session starts
 /// at once, under the lease this butler holds (taken by the append, or by
 /// recovery); the `start` write (state 'running', one more attempt, lease
-/// extended) goes out beside it, off the critical path. If that write finds
-/// the lease gone, the session is cancelled; its result could not be
-/// written anyway (fencing).
+/// extended) goes out beside it, off the critical path (an item stored as
+/// started needs none). If that write finds the lease gone, the session is
+/// cancelled; its result could not be written anyway (fencing).
 void pump(butler_ptr self) {
   auto& st = self->state;
   auto limit = st.params.cfg.max_concurrent_sessions;
@@ -196,9 +196,12 @@ void pump(butler_ptr self) {
     auto hdl = self->spawn<caf::linked>(session, st.session, held.item,
                                         held.env, me, std::move(held.steer));
     auto item = held.item;
+    auto started = held.started;
     st.running.emplace(item.work_id,
                        running_session{std::move(held), hdl,
                                        std::chrono::steady_clock::now()});
+    if (started)
+      continue;
     auto op = op_for(work_op_kind::start, item, st.params.cfg.lease_s);
     self->request(st.writer, local_call, work_atom_v, std::move(op))
       .then(
@@ -359,11 +362,16 @@ void store(butler_ptr self, route_request& req, route_envelope env,
   item.trigger_source = req.trigger_source;
   item.origin_butler = req.origin_butler;
   item.envelope = std::move(req.envelope);
+  // A slot will be free for it: stored as started, one write less. (Should
+  // the slot be taken meanwhile, it waits `running`; nothing else differs.)
+  op.start = st.active() + st.pending.size() + st.appending
+             < cfg.max_concurrent_sessions;
+  auto started = op.start;
   ++st.appending;
   update_gauges(self);
   self->request(st.writer, local_call, work_atom_v, std::move(op))
     .then(
-      [self, reply, env, t0, reply_to](work_result& r) mutable {
+      [self, reply, env, t0, reply_to, started](work_result& r) mutable {
         auto& st = self->state;
         --st.appending;
         route_response resp;
@@ -390,7 +398,8 @@ void store(butler_ptr self, route_request& req, route_envelope env,
           held_item held{std::move(stored),
                          std::move(env),
                          std::chrono::steady_clock::now(),
-                         {}};
+                         {},
+                         started};
           if (held.item.trigger_source == "thread")
             held.steer.observer = reply_to;
           st.pending.push_back(std::move(held));

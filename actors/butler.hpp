@@ -43,6 +43,9 @@ struct held_item {
   /// A thread's run: steer input that arrived while the item waited for a
   /// slot, and the thread to tell when input is applied.
   session_steer steer;
+  /// Stored `running` with its first attempt counted (a slot was free when
+  /// it was accepted): its session needs no start write.
+  bool started = false;
 };
 
 /// A session slot in use.

@@ -503,7 +503,8 @@ void inbox_store::write_work_appends(pqxx::work& tx,
   using el = pg_array::element;
   pg_array ids{el::uuid}, butler{el::text}, request{el::uuid},
     segment{el::text}, subrequest{el::text}, trigger{el::text},
-    origin{el::text}, envelope{el::text}, owner{el::text}, lease{el::int8};
+    origin{el::text}, envelope{el::text}, owner{el::text}, lease{el::int8},
+    start{el::int8};
   for (auto i : candidates) {
     auto& op = in[i];
     auto& it = op.item;
@@ -517,11 +518,13 @@ void inbox_store::write_work_appends(pqxx::work& tx,
     envelope.add(it.envelope);
     owner.add(op.owner.empty() ? owner_ : op.owner);
     lease.add(static_cast<int64_t>(op.lease_s));
+    start.add(int64_t{op.start ? 1 : 0});
   }
   auto rows = tx.exec_prepared("work_append", ids.take(), butler.take(),
                                request.take(), segment.take(),
                                subrequest.take(), trigger.take(), origin.take(),
-                               envelope.take(), owner.take(), lease.take());
+                               envelope.take(), owner.take(), lease.take(),
+                               start.take());
   std::unordered_map<std::string, work_result> found;
   for (auto row : rows) {
     work_result r;

@@ -209,12 +209,16 @@ struct work_op {
   /// (owner "NODE/..." other than `owner`), expired or not: that holder is
   /// gone, since this node restarted.
   bool own = false;
+  /// append: the item's session starts as soon as it is stored (a slot is
+  /// free): a new item is stored `running`, its first attempt counted, so
+  /// no separate start write follows.
+  bool start = false;
 };
 
 template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, work_op& x) {
   return f(caf::meta::type_name("work_op"), x.kind, x.item, x.lease_s, x.state,
-           x.response, x.error_class, x.limit, x.own);
+           x.response, x.error_class, x.limit, x.own, x.start);
 }
 
 /// The outcome of a `work_op`.

@@ -81,10 +81,18 @@ inbox_writer_actor::behavior_type fake_writer(inbox_writer_actor::pointer,
               r.items.push_back(row.item);
               return r;
             }
+          // As the real statement: an item whose session starts at once is
+          // stored running, its first attempt counted.
           auto stored = it;
           stored.lease_token = 1;
-          db->rows[it.work_id] = route_inbox::row{stored, "queued", {}, {}};
+          stored.attempts = op.start ? 1 : 0;
+          db->rows[it.work_id] = route_inbox::row{stored,
+                                                  op.start ? "running"
+                                                           : "queued",
+                                                  {},
+                                                  {}};
           r.ok = true;
+          r.state = op.start ? "running" : "queued";
           r.items.push_back(stored);
           return r;
         }
@@ -346,6 +354,25 @@ TEST_F(Butler, DuplicateDispatchIsOneWorkItem) {
   EXPECT_FALSE(first.duplicate);
   EXPECT_TRUE(second.duplicate);
   EXPECT_EQ(status(b).active + status(b).pending, 1u);
+}
+
+TEST_F(Butler, AnItemWithASlotFreeIsStoredStartedAndNeedsNoStartWrite) {
+  auto b = spawn(config("health", 1));
+  auto first = route(b, envelope("health", "a"));
+  auto second = route(b, envelope("health", "b"));
+  EXPECT_EQ(db->rows[first.work_id].state, "running");
+  EXPECT_EQ(db->rows[first.work_id].item.attempts, 1);
+  EXPECT_EQ(db->rows[second.work_id].state, "queued") << "no slot for it";
+  advance(200ms); // the first session ends, the second starts
+  advance(200ms); // and ends
+  EXPECT_EQ(db->rows[first.work_id].state, "ok");
+  EXPECT_EQ(db->rows[second.work_id].state, "ok");
+  // Only the one that waited for a slot was started by a write of its own.
+  std::vector<std::string> starts;
+  for (auto& op : db->ops)
+    if (op.kind == work_op_kind::start)
+      starts.push_back(op.item.work_id);
+  EXPECT_EQ(starts, std::vector<std::string>{second.work_id});
 }
 
 TEST_F(Butler, StaleHolderCannotWriteItsResult) {
