@@ -127,3 +127,23 @@ node_wait_ready() {
   done
   node_not_ready "GET /readyz did not answer 200 within 30 s"
 }
+
+# node_stop PID: stops a node started in the background: SIGTERM, then up
+# to 15 s (its drain deadline of 10 s, the watchdog's 2 s and some slack),
+# then SIGKILL; reaps it. Quiet when PID is empty or already gone.
+node_stop() {
+  local pid=$1 _
+  [ -n "$pid" ] || return 0
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 150); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+      log "node did not stop within 15 s; killing it"
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+  fi
+  wait "$pid" 2>/dev/null || true
+}

@@ -150,22 +150,9 @@ load_bin="$work/butlers_ingest_load"
 "$node_bin" --version >/dev/null 2>&1 ||
   { rm -rf "$work"; die "$node_bin_source does not run (is a build writing it?)"; }
 
-# stop_node: SIGTERM, then the node's drain deadline (10 s) plus the
-# watchdog's 2 s and some slack, then SIGKILL.
+# stop_node: stops the node (lib.sh's node_stop) and forgets it.
 stop_node() {
-  [ -n "$node_pid" ] || return 0
-  if kill -0 "$node_pid" 2>/dev/null; then
-    kill -TERM "$node_pid" 2>/dev/null || true
-    for _ in $(seq 1 150); do
-      kill -0 "$node_pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    if kill -0 "$node_pid" 2>/dev/null; then
-      log "node did not stop within 15 s; killing it"
-      kill -KILL "$node_pid" 2>/dev/null || true
-    fi
-  fi
-  wait "$node_pid" 2>/dev/null || true
+  node_stop "$node_pid"
   node_pid=""
 }
 
