@@ -199,7 +199,11 @@ void pump(butler_ptr self) {
     auto started = held.started;
     st.running.emplace(item.work_id,
                        running_session{std::move(held), hdl,
-                                       std::chrono::steady_clock::now()});
+                                       std::chrono::steady_clock::now(),
+                                       self->clock().now()
+                                         + st.session.timeout});
+    self->delayed_send(self, st.session.timeout, caf::timeout_atom_v,
+                       item.work_id);
     if (started)
       continue;
     auto op = op_for(work_op_kind::start, item, st.params.cfg.lease_s);
@@ -775,6 +779,14 @@ butler_actor::behavior_type butler(
     [self](schedule_atom, uint32_t i) {
       if (i < self->state.params.cfg.schedules.size())
         fire(self, i);
+    },
+    [self](caf::timeout_atom, const std::string& work_id) {
+      // The session of this item may have ended (and the item started
+      // again since): only one that has run the whole timeout is stopped.
+      auto& st = self->state;
+      auto i = st.running.find(work_id);
+      if (i != st.running.end() && self->clock().now() >= i->second.timeout_at)
+        self->send(i->second.session, caf::timeout_atom_v);
     },
   };
 }

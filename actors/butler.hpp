@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include <caf/actor_clock.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
@@ -53,6 +54,8 @@ struct running_session {
   held_item held;
   session_actor session;
   std::chrono::steady_clock::time_point started;
+  /// When its session timeout passes (the actor clock's time).
+  caf::actor_clock::time_point timeout_at;
 };
 
 struct butler_state {

@@ -120,10 +120,9 @@ using switchboard_actor = caf::typed_actor<
                   std::string, std::string>::with<std::string>,
   /// INTERNAL: a segment's backoff passed (request_id, segment_id).
   caf::reacts_to<retry_atom, std::string, std::string>,
-  /// INTERNAL: a route timeout or the wall-clock budget passed
-  /// (request_id, attempt segment id or "").
-  caf::reacts_to<expire_atom, std::string, std::string>,
-  /// INTERNAL: renews the inbox leases of requests in progress.
+  /// INTERNAL: every second, expires what is past its route timeout or
+  /// wall-clock budget; every `lease_s / 3`, renews the inbox leases of
+  /// requests in progress.
   caf::reacts_to<caf::tick_atom>,
   /// From the cluster: butler `name` has (true) or no longer has (false) a
   /// live host; without one its circuit is held open (fails fast) until a
@@ -177,7 +176,12 @@ using butler_actor = caf::typed_actor<
   /// INTERNAL: renews held leases and recovers expired ones.
   caf::reacts_to<caf::tick_atom>,
   /// INTERNAL: schedule `index` is due.
-  caf::reacts_to<schedule_atom, uint32_t>>;
+  caf::reacts_to<schedule_atom, uint32_t>,
+  /// INTERNAL: the session timeout of work item `work_id`'s session may
+  /// have passed. (Armed here, not in the session: a delayed message keeps
+  /// its receiver alive until it is due, and a session's state would stay
+  /// in memory for the whole timeout after it ended.)
+  caf::reacts_to<caf::timeout_atom, std::string>>;
 
 /// One running session: drives its runtime adapter turn by turn under the
 /// session timeout and reports a `session_outcome` to its butler, then
@@ -192,7 +196,7 @@ using session_actor = caf::typed_actor<
   caf::reacts_to<steer_atom, steer_input>,
   /// INTERNAL: the next scripted turn is due.
   caf::reacts_to<turn_atom>,
-  /// INTERNAL: the session timeout passed.
+  /// From its butler: the session timeout passed.
   caf::reacts_to<caf::timeout_atom>,
   /// INTERNAL: a blocking adapter finished.
   caf::reacts_to<done_atom, adapter_result>>;

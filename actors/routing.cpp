@@ -382,9 +382,8 @@ void dispatch(switchboard_ptr self, const std::string& id, size_t i) {
                          == attempt)
                   it->second.fo.segments[static_cast<size_t>(k)].work_id
                     = r.work_id;
-                self->delayed_send(self,
-                                   std::chrono::seconds{st.cfg.route_timeout_s},
-                                   expire_atom_v, id, attempt_id);
+                it->second.attempt_deadlines[attempt_id]
+                  = steady_ns() + int64_t{st.cfg.route_timeout_s} * 1000000000;
                 return;
               }
               // Refused at the door. A full butler's refusal is flow
@@ -599,13 +598,12 @@ void start_fanout(switchboard_ptr self, inbox_ref ref, claim_result claim,
   if (again)
     deadline_us = now_us() + int64_t{rq.wall_clock_s} * 1000000;
   auto left = std::max<int64_t>(0, deadline_us - now_us());
+  rq.deadline_ns = steady_ns() + std::max<int64_t>(1, left) * 1000;
   // Claimed again while still tracked here (our lease lapsed, the cold path
   // gave the row back to us): the new claim replaces the stale entry.
   st.requests.erase(id);
   st.requests.emplace(id, std::move(rq));
   st.in_progress->set(static_cast<int64_t>(st.requests.size()));
-  self->delayed_send(self, std::chrono::microseconds{left}, expire_atom_v, id,
-                     std::string{});
   done_classifying(self, id);
   advance(self, id);
 }
@@ -863,6 +861,8 @@ void on_outcome(switchboard_ptr self, route_response r) {
   }
   auto id = r.request_id;
   auto& rq = it->second;
+  // The attempt answered: its route timeout no longer applies.
+  rq.attempt_deadlines.erase(r.segment_id);
   auto [base, attempt] = split_attempt(r.segment_id);
   auto k = rq.fo.find(base);
   if (k < 0) {
@@ -938,6 +938,10 @@ void on_retry(switchboard_ptr self, const std::string& request_id,
   advance(self, request_id);
 }
 
+namespace {
+
+/// A segment attempt's route timeout, or (empty `attempt_id`) the
+/// request's wall-clock budget, passed.
 void on_expire(switchboard_ptr self, const std::string& request_id,
                const std::string& attempt_id) {
   auto& st = self->state;
@@ -980,6 +984,35 @@ void on_expire(switchboard_ptr self, const std::string& request_id,
                "no route_response from '" + seg.butler + "' within "
                  + std::to_string(st.cfg.route_timeout_s) + " s",
                true, {});
+}
+
+} // namespace
+
+void expire_due(switchboard_ptr self) {
+  auto& st = self->state;
+  auto now = steady_ns();
+  std::vector<std::pair<std::string, std::string>> due;
+  for (auto& [id, rq] : st.requests) {
+    if (rq.finishing)
+      continue;
+    if (rq.deadline_ns != 0 && now >= rq.deadline_ns) {
+      rq.deadline_ns = 0;
+      due.emplace_back(id, std::string{});
+      continue;
+    }
+    for (auto a = rq.attempt_deadlines.begin();
+         a != rq.attempt_deadlines.end();) {
+      if (now >= a->second) {
+        due.emplace_back(id, a->first);
+        a = rq.attempt_deadlines.erase(a);
+      } else {
+        ++a;
+      }
+    }
+  }
+  // Expiring may finish (and forget) a request: by id, after the scan.
+  for (auto& [id, attempt] : due)
+    on_expire(self, id, attempt);
 }
 
 void on_host_change(switchboard_ptr self, const std::string& name,

@@ -339,7 +339,6 @@ session_actor::behavior_type session(
   st.env = std::move(env);
   st.butler = std::move(butler);
   st.started = std::chrono::steady_clock::now();
-  self->delayed_send(self, st.params.timeout, caf::timeout_atom_v);
   auto& kind = st.params.runtime.kind;
   if (kind == "cli") {
     start_cli(self);

@@ -400,10 +400,7 @@ switchboard_actor::behavior_type switchboard(switchboard_ptr self,
   st.process_latency = &m.get_histogram("butlers_buffer_process_latency_ms",
                                         "From received_at to the start of "
                                         "processing");
-  self->delayed_send(self,
-                     std::chrono::seconds{
-                       std::max<uint32_t>(1, st.cfg.lease_s / 3)},
-                     caf::tick_atom_v);
+  self->delayed_send(self, std::chrono::seconds{1}, caf::tick_atom_v);
   return {
     [self](ingest_atom, inbox_record& rec) -> caf::result<append_result> {
       auto rp = self->make_response_promise<append_result>();
@@ -472,15 +469,12 @@ switchboard_actor::behavior_type switchboard(switchboard_ptr self,
            const std::string& segment_id) {
       on_retry(self, request_id, segment_id);
     },
-    [self](expire_atom, const std::string& request_id,
-           const std::string& attempt_id) {
-      on_expire(self, request_id, attempt_id);
-    },
     [self](caf::tick_atom) {
-      renew_leases(self);
-      auto every = std::chrono::seconds{
-        std::max<uint32_t>(1, self->state.cfg.lease_s / 3)};
-      self->delayed_send(self, every, caf::tick_atom_v);
+      auto& st = self->state;
+      expire_due(self);
+      if (++st.ticks % std::max<uint32_t>(1, st.cfg.lease_s / 3) == 0)
+        renew_leases(self);
+      self->delayed_send(self, std::chrono::seconds{1}, caf::tick_atom_v);
     },
     [self](circuit_atom, const std::string& name, bool available) {
       on_host_change(self, name, available);

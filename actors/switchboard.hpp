@@ -47,6 +47,14 @@ struct tracked_request {
   /// Per segment id: the host whose transport failed on the last attempt;
   /// the retry asks the registry for another one (taken when read).
   std::map<std::string, caf::actor> failed_host;
+  /// When the wall-clock budget runs out (steady clock, ns; 0: expired).
+  int64_t deadline_ns = 0;
+  /// Per attempt (segment id with its attempt suffix) accepted by its
+  /// butler and awaiting its outcome: when its route timeout passes
+  /// (steady clock, ns). Checked by the switchboard's one-second tick: a
+  /// CAF delayed message per attempt would sit in CAF's clock until due,
+  /// half an hour by default, long after the request ended.
+  std::map<std::string, int64_t> attempt_deadlines;
 };
 
 /// A segment waiting for room at a full butler; stale once the segment has
@@ -111,6 +119,9 @@ struct switchboard_state {
   /// Segments with `waiting` set; workers claim no new rows while it is at
   /// `cfg.max_waiting`.
   uint32_t waiting_count = 0;
+  /// Seconds ticked (the tick leases are renewed on comes every
+  /// `lease_s / 3` of them).
+  uint64_t ticks = 0;
   /// A circuit per target butler.
   std::map<std::string, circuit_breaker> circuits;
   std::mt19937_64 rng{std::random_device{}()};
@@ -172,10 +183,9 @@ void on_outcome(switchboard_ptr self, route_response r);
 void on_retry(switchboard_ptr self, const std::string& request_id,
               const std::string& segment_id);
 
-/// A segment attempt's route timeout, or (empty `attempt_id`) the
-/// request's wall-clock budget, passed.
-void on_expire(switchboard_ptr self, const std::string& request_id,
-               const std::string& attempt_id);
+/// Expires what is past its deadline: attempts past their route timeout,
+/// requests past their wall-clock budget (the switchboard's tick).
+void expire_due(switchboard_ptr self);
 
 /// Renews the inbox leases of tracked requests.
 void renew_leases(switchboard_ptr self);

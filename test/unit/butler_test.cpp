@@ -156,7 +156,6 @@ switchboard_actor::behavior_type fake_switchboard(
       return caf::error{butlers_errc::internal_error, "not used"};
     },
     [](retry_atom, const std::string&, const std::string&) {},
-    [](expire_atom, const std::string&, const std::string&) {},
     [](caf::tick_atom) {},
     [](circuit_atom, const std::string&, bool) {},
     [](refill_atom, caf::actor&) {},
