@@ -28,11 +28,11 @@ void schedule(scanner_ptr self, caf::timespan delay, bool new_chain) {
 
 void sweep(scanner_ptr self);
 
-/// A sweep at once, from `from_us` (the oldest row that overflowed) and
-/// without the grace period: starts a refill chain.
-void refill(scanner_ptr self, int64_t from_us) {
+/// A sweep at once, from the oldest row (what overflowed may be older than
+/// the cursor) and without the grace period: starts a refill chain.
+void refill(scanner_ptr self) {
   auto& st = self->state;
-  st.cursor_us = from_us;
+  st.cursor_us = 0;
   st.grace_s = 0;
   sweep(self);
 }
@@ -87,7 +87,7 @@ void sweep(scanner_ptr self) {
     st.offering = false;
     if (st.refill_pending) {
       st.refill_pending = false;
-      refill(self, st.refill_from_us);
+      refill(self);
       return;
     }
     schedule(self, next, new_chain);
@@ -146,17 +146,14 @@ inbox_scanner_actor::behavior_type inbox_scanner(
         return; // superseded by a later schedule or a refill
       sweep(self);
     },
-    [self](refill_atom, int64_t from_us) {
+    [self](refill_atom) {
       auto& st = self->state;
       st.refills->inc();
       if (st.offering) {
-        st.refill_from_us = st.refill_pending
-                              ? std::min(st.refill_from_us, from_us)
-                              : from_us;
         st.refill_pending = true;
         return;
       }
-      refill(self, from_us);
+      refill(self);
     },
   };
 }

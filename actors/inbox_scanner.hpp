@@ -38,8 +38,6 @@ struct inbox_scanner_state {
   bool offering = false;
   /// A refill arrived while offering: sweep again without grace after it.
   bool refill_pending = false;
-  /// Where the pending refill starts (Unix µs).
-  int64_t refill_from_us = 0;
 };
 
 /// Spawn detached: sweeps block in libpqxx. While the switchboard takes

@@ -142,10 +142,9 @@ using inbox_scanner_actor = caf::typed_actor<
   /// is no longer the current one is ignored.
   caf::reacts_to<scan_atom, uint64_t>,
   /// From the switchboard: its queue overflowed and has drained; sweep now,
-  /// without the grace period (what overflowed is stored and unclaimed),
-  /// from the receipt time (Unix µs) of the oldest row that overflowed:
-  /// older open rows are queued or being worked on already.
-  caf::reacts_to<refill_atom, int64_t>>;
+  /// from the oldest open row, without the grace period (what overflowed
+  /// is stored and unclaimed).
+  caf::reacts_to<refill_atom>>;
 
 // -- butlers
 // -------------------------------------------------------------------

@@ -59,10 +59,9 @@ void pump(switchboard_ptr self) {
     st.queued_ids.erase(ref.request_id);
     i = st.queue.erase(i);
     ++st.active;
-    if (!key.empty()) {
+    // One hold per request, released once by done_classifying.
+    if (!key.empty() && st.classifying.emplace(ref.request_id, key).second)
       ++st.held_keys[key];
-      st.classifying[ref.request_id] = key;
-    }
     st.process_latency->observe(
       static_cast<double>(now_us() - ref.received_at_us) / 1000.0);
     // With the record stored at ingest and the rules router, the plan goes
@@ -92,9 +91,7 @@ void pump(switchboard_ptr self) {
   if (st.overflowed && st.queue.size() <= st.cfg.queue_capacity / 2
       && st.scanner) {
     st.overflowed = false;
-    self->send(caf::actor_cast<inbox_scanner_actor>(st.scanner), refill_atom_v,
-               std::exchange(st.overflow_from_us,
-                             std::numeric_limits<int64_t>::max()));
+    self->send(caf::actor_cast<inbox_scanner_actor>(st.scanner), refill_atom_v);
   }
 }
 
@@ -130,8 +127,14 @@ std::string order_key_of(const request_context& ctx) {
 bool offer(switchboard_ptr self, inbox_ref ref, std::string order_key,
            std::shared_ptr<const inbox_record> record) {
   auto& st = self->state;
-  if (st.queued_ids.count(ref.request_id) > 0)
-    return true; // queued already (offered again by the cold path)
+  // The cold path finds requests that are still `accepted` here: queued,
+  // being planned or claimed, or (lease lapsed) tracked. Offering one
+  // again would run it twice through this switchboard, and a second hold
+  // on its source thread would outlive the first.
+  auto& id = ref.request_id;
+  if (st.queued_ids.count(id) > 0 || st.classifying.count(id) > 0
+      || st.committing.count(id) > 0 || st.requests.count(id) > 0)
+    return true; // held here already: taken
   if (st.queue.size() >= st.cfg.queue_capacity)
     return false;
   if (!order_key.empty())
@@ -234,13 +237,13 @@ void ingest_records(switchboard_ptr self, std::vector<inbox_record> recs,
               // Stored and acknowledged; the cold path will find it.
               st.backpressure->inc();
               st.overflowed = true;
-              st.overflow_from_us = std::min(st.overflow_from_us,
-                                             m.ref.received_at_us);
             }
           }
           p->out[p->slots[j]] = std::move(r);
         }
-        if (offered)
+        // Also after an overflow alone: with the queue already drained,
+        // nothing else may come along to ask the cold path for a refill.
+        if (offered || st.overflowed)
           pump(self);
         p->done(p->out);
       },
@@ -430,10 +433,8 @@ switchboard_actor::behavior_type switchboard(switchboard_ptr self,
     [self](enqueue_atom, std::vector<inbox_record>& recs) {
       auto& st = self->state;
       uint32_t taken = 0;
-      int64_t first_left = 0;
       for (auto& rec : recs) {
         inbox_ref ref{rec.context.request_id, rec.context.received_at_us};
-        first_left = ref.received_at_us;
         auto key = order_key_of(rec.context);
         if (!offer(self, std::move(ref), std::move(key),
                    std::make_shared<inbox_record>(std::move(rec))))
@@ -442,10 +443,8 @@ switchboard_actor::behavior_type switchboard(switchboard_ptr self,
       }
       st.enqueued_cold->inc(taken);
       st.recovered->inc(taken);
-      if (taken < recs.size()) {
+      if (taken < recs.size())
         st.overflowed = true;
-        st.overflow_from_us = std::min(st.overflow_from_us, first_left);
-      }
       pump(self);
       return taken;
     },

@@ -91,9 +91,6 @@ struct switchboard_state {
   /// Something stored found the queue full since the last refill: once the
   /// queue is empty, the scanner is asked to sweep at once.
   bool overflowed = false;
-  /// The receipt time (Unix µs) of the oldest request that found the queue
-  /// full since the last refill: the refill starts there.
-  int64_t overflow_from_us = std::numeric_limits<int64_t>::max();
   /// Workers busy with a claimed message (bounded by workers): claiming
   /// and classifying; free again once the subrequests are out, or, for a
   /// plan made before the claim, once plan and claim are sent.

@@ -433,7 +433,7 @@ TEST_F(Switchboard, AnOverflowAsksTheColdPathForARefillOnceTheQueueRunsEmpty) {
   // function-based actor takes no arguments besides self; UBSan objects.)
   auto scanner = sys.spawn(
     [refills](caf::event_based_actor*, int) -> caf::behavior {
-      return {[refills](refill_atom, int64_t) {
+      return {[refills](refill_atom) {
         ++*refills;
       }};
     },
