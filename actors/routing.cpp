@@ -747,108 +747,116 @@ void route_by_cli(switchboard_ptr self, inbox_ref ref, claim_result claim,
 
 } // namespace
 
-void route_claimed(switchboard_ptr self, inbox_ref ref, claim_result claim) {
-  auto& st = self->state;
-  auto reg = caf::actor_cast<registry_actor>(st.ctx->registry());
+namespace {
+
+/// Asks the registry for its entries and calls `then` with them; frees the
+/// worker of `request_id` when there is no registry or no answer (the row
+/// stays as it is and the cold path takes it again).
+template<class F>
+void with_registry(switchboard_ptr self, const std::string& request_id,
+                   F then) {
+  auto reg = caf::actor_cast<registry_actor>(self->state.ctx->registry());
   if (!reg) {
-    // Leave it 'progress': the lease expires and the cold path retries.
-    done_classifying(self, ref.request_id);
+    done_classifying(self, request_id);
     return;
   }
   self->request(reg, local_call, list_atom_v)
-    .then(
-      [self, ref, claim](std::vector<registry_entry>& entries) mutable {
-        auto& rc = self->state.routing.router;
-        if (rc.kind == "cli") {
-          route_by_cli(self, std::move(ref), std::move(claim),
-                       std::move(entries));
-          return;
-        }
-        auto plan = rules_plan(self, claim.record.normalized_text, entries);
-        plan_ready(self, std::move(ref), std::move(claim), std::move(plan));
-      },
-      [self, id = ref.request_id](const caf::error&) {
-        done_classifying(self, id);
-      });
+    .then(std::move(then), [self, request_id](const caf::error&) {
+      done_classifying(self, request_id);
+    });
+}
+
+} // namespace
+
+void route_claimed(switchboard_ptr self, inbox_ref ref, claim_result claim) {
+  auto id = ref.request_id;
+  with_registry(self, id,
+                [self, ref,
+                 claim](std::vector<registry_entry>& entries) mutable {
+                  auto& rc = self->state.routing.router;
+                  if (rc.kind == "cli") {
+                    route_by_cli(self, std::move(ref), std::move(claim),
+                                 std::move(entries));
+                    return;
+                  }
+                  auto plan = rules_plan(self, claim.record.normalized_text,
+                                         entries);
+                  plan_ready(self, std::move(ref), std::move(claim),
+                             std::move(plan));
+                });
 }
 
 void plan_and_claim(switchboard_ptr self, inbox_ref ref,
                     std::shared_ptr<const inbox_record> record) {
-  auto& st = self->state;
-  auto reg = caf::actor_cast<registry_actor>(st.ctx->registry());
-  if (!reg) {
-    // Still 'accepted': the cold path retries it.
-    done_classifying(self, ref.request_id);
-    return;
-  }
-  self->request(reg, local_call, list_atom_v)
-    .then(
-      [self, ref, record](std::vector<registry_entry>& entries) {
-        auto& st = self->state;
-        auto plan = rules_plan(self, record->normalized_text, entries);
-        auto stmt = plan_statement(self, ref, *record, plan);
-        // Where the pair stands. With the real writer the claim's answer
-        // comes first (same lane; claims are answered before statements),
-        // but nothing here depends on it. The worker is freed once.
-        struct pair_state {
-          bool over = false;
-          bool claim_known = false;
-          std::optional<claim_result> claim;
-          std::optional<named_result> rows;
-          std::string plan_error;
-        };
-        auto ps = std::make_shared<pair_state>();
-        auto settle = [self, ps, ref] {
-          if (ps->over || !ps->claim_known)
-            return;
-          if (!ps->claim) {
-            // Not ours (or not answered): still 'accepted' or someone
-            // else's; the cold path or its holder takes it.
-            ps->over = true;
-            done_classifying(self, ref.request_id);
-          } else if (!ps->plan_error.empty()) {
-            // Claimed but not planned: the lease expires and the cold
-            // path plans it again.
-            ps->over = true;
-            spdlog::warn("request {}: plan not stored: {}", ref.request_id,
-                         ps->plan_error);
-            done_classifying(self, ref.request_id);
-          } else if (ps->rows) {
-            ps->over = true;
-            start_fanout(self, ref, std::move(*ps->claim), *ps->rows);
-          }
-        };
-        self->request(st.writer, local_call, claim_atom_v, ref)
-          .then(
-            [ps, settle](claim_result& claim) {
-              ps->claim_known = true;
-              if (claim.claimed)
-                ps->claim = std::move(claim);
-              settle();
-            },
-            [ps, settle](const caf::error&) {
-              ps->claim_known = true;
-              settle();
-            });
-        self->request(st.writer, local_call, exec_atom_v, std::move(stmt))
-          .then(
-            [ps, settle](named_result& rows) {
-              ps->rows = std::move(rows);
-              settle();
-            },
-            [ps, settle](const caf::error& err) {
-              ps->plan_error = to_string(err);
-              if (ps->plan_error.empty())
-                ps->plan_error = "storage error";
-              settle();
-            });
-        // The plan is made: the worker is free for the next request while
-        // these commit.
-        free_worker(self, ref.request_id);
-      },
-      [self, id = ref.request_id](const caf::error&) {
-        done_classifying(self, id);
-      });
+  auto id = ref.request_id;
+  with_registry(self, id,
+                [self, ref, record](std::vector<registry_entry>& entries) {
+                  auto& st = self->state;
+                  auto plan = rules_plan(self, record->normalized_text,
+                                         entries);
+                  auto stmt = plan_statement(self, ref, *record, plan);
+                  // Where the pair stands. With the real writer the claim's
+                  // answer comes first (same lane; claims are answered before
+                  // statements), but nothing here depends on it. The worker is
+                  // freed once.
+                  struct pair_state {
+                    bool over = false;
+                    bool claim_known = false;
+                    std::optional<claim_result> claim;
+                    std::optional<named_result> rows;
+                    std::string plan_error;
+                  };
+                  auto ps = std::make_shared<pair_state>();
+                  auto settle = [self, ps, ref] {
+                    if (ps->over || !ps->claim_known)
+                      return;
+                    if (!ps->claim) {
+                      // Not ours (or not answered): still 'accepted' or someone
+                      // else's; the cold path or its holder takes it.
+                      ps->over = true;
+                      done_classifying(self, ref.request_id);
+                    } else if (!ps->plan_error.empty()) {
+                      // Claimed but not planned: the lease expires and the cold
+                      // path plans it again.
+                      ps->over = true;
+                      spdlog::warn("request {}: plan not stored: {}",
+                                   ref.request_id, ps->plan_error);
+                      done_classifying(self, ref.request_id);
+                    } else if (ps->rows) {
+                      ps->over = true;
+                      start_fanout(self, ref, std::move(*ps->claim), *ps->rows);
+                    }
+                  };
+                  self->request(st.writer, local_call, claim_atom_v, ref)
+                    .then(
+                      [ps, settle](claim_result& claim) {
+                        ps->claim_known = true;
+                        if (claim.claimed)
+                          ps->claim = std::move(claim);
+                        settle();
+                      },
+                      [ps, settle](const caf::error&) {
+                        ps->claim_known = true;
+                        settle();
+                      });
+                  self
+                    ->request(st.writer, local_call, exec_atom_v,
+                              std::move(stmt))
+                    .then(
+                      [ps, settle](named_result& rows) {
+                        ps->rows = std::move(rows);
+                        settle();
+                      },
+                      [ps, settle](const caf::error& err) {
+                        ps->plan_error = to_string(err);
+                        if (ps->plan_error.empty())
+                          ps->plan_error = "storage error";
+                        settle();
+                      });
+                  // The plan is made: the worker is free for the next request
+                  // while these commit.
+                  free_worker(self, ref.request_id);
+                });
 }
 
 void on_outcome(switchboard_ptr self, route_response r) {
