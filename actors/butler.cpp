@@ -202,8 +202,10 @@ void pump(butler_ptr self) {
                                        std::chrono::steady_clock::now(),
                                        self->clock().now()
                                          + st.session.timeout});
-    self->delayed_send(self, st.session.timeout, caf::timeout_atom_v,
-                       item.work_id);
+    if (!st.timeout_armed) {
+      st.timeout_armed = true;
+      self->delayed_send(self, st.session.timeout, caf::timeout_atom_v);
+    }
     if (started)
       continue;
     auto op = op_for(work_op_kind::start, item, st.params.cfg.lease_s);
@@ -292,7 +294,9 @@ std::optional<route_response> admit(butler_ptr self, const route_request& req,
                                     route_envelope& env) {
   auto& st = self->state;
   auto& cfg = st.params.cfg;
-  if (auto bad = parse_route(req.envelope, env))
+  if (req.parsed)
+    env = *req.parsed;
+  else if (auto bad = parse_route(req.envelope, env))
     return reject(self, env.request_id, bad->error_class, bad->message, false);
   if (env.butler != cfg.name)
     return reject(self, env.request_id, "validation_error",
@@ -780,13 +784,23 @@ butler_actor::behavior_type butler(
       if (i < self->state.params.cfg.schedules.size())
         fire(self, i);
     },
-    [self](caf::timeout_atom, const std::string& work_id) {
-      // The session of this item may have ended (and the item started
-      // again since): only one that has run the whole timeout is stopped.
+    [self](caf::timeout_atom) {
+      // Stops every session that has run its whole timeout, then waits for
+      // the earliest one still running (one timer, not one per session).
       auto& st = self->state;
-      auto i = st.running.find(work_id);
-      if (i != st.running.end() && self->clock().now() >= i->second.timeout_at)
-        self->send(i->second.session, caf::timeout_atom_v);
+      st.timeout_armed = false;
+      auto now = self->clock().now();
+      auto next = caf::actor_clock::time_point::max();
+      for (auto& [id, r] : st.running) {
+        if (now >= r.timeout_at)
+          self->send(r.session, caf::timeout_atom_v);
+        else
+          next = std::min(next, r.timeout_at);
+      }
+      if (next != caf::actor_clock::time_point::max()) {
+        st.timeout_armed = true;
+        self->delayed_send(self, next - now, caf::timeout_atom_v);
+      }
     },
   };
 }

@@ -71,6 +71,10 @@ struct butler_state {
   uint32_t appending = 0;
   /// Running sessions by work id.
   std::unordered_map<std::string, running_session> running;
+  /// A `timeout_atom` is on its way (one at a time, due at the earliest
+  /// `timeout_at` it was armed for: every session of a butler has the same
+  /// timeout, so a later start never needs an earlier timer).
+  bool timeout_armed = false;
   /// Who gets `done_atom, route_response` when an item's result is durable,
   /// by work id (the dispatchers of its route.execute calls).
   std::unordered_map<std::string, std::vector<caf::actor>> waiters;

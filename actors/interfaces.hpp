@@ -176,11 +176,11 @@ using butler_actor = caf::typed_actor<
   caf::reacts_to<caf::tick_atom>,
   /// INTERNAL: schedule `index` is due.
   caf::reacts_to<schedule_atom, uint32_t>,
-  /// INTERNAL: the session timeout of work item `work_id`'s session may
-  /// have passed. (Armed here, not in the session: a delayed message keeps
-  /// its receiver alive until it is due, and a session's state would stay
-  /// in memory for the whole timeout after it ended.)
-  caf::reacts_to<caf::timeout_atom, std::string>>;
+  /// INTERNAL: the earliest running session's timeout may have passed.
+  /// (Armed here, one at a time, not in each session: a delayed message
+  /// keeps its receiver alive until it is due, and every timer wakes the
+  /// clock thread.)
+  caf::reacts_to<caf::timeout_atom>>;
 
 /// One running session: drives its runtime adapter turn by turn under the
 /// session timeout and reports a `session_outcome` to its butler, then

@@ -351,6 +351,7 @@ void dispatch(switchboard_ptr self, const std::string& id, size_t i) {
     return;
   }
   auto envelope = make_route_json(env);
+  auto parsed = std::make_shared<const route_envelope>(std::move(env));
   // After a transport failure, not the same host again while there is
   // another: the cluster may not have noticed yet that its node is gone.
   caf::actor avoid;
@@ -361,13 +362,16 @@ void dispatch(switchboard_ptr self, const std::string& id, size_t i) {
   auto segment_id = seg.segment_id;
   self->request(reg, local_call, lookup_atom_v, butler, std::move(avoid))
     .then(
-      [self, id, attempt_id, envelope, failed, butler, started,
+      [self, id, attempt_id, envelope, parsed, failed, butler, started,
        segment_id](const caf::actor& hdl) {
         auto me = caf::actor_cast<caf::actor>(self);
-        route_request req{envelope, "route", {}, me};
+        route_request req{envelope, "route", {}, me, parsed};
+        // Only a butler on another node can fail to answer at all.
+        auto timeout = hdl.node() == self->node() ? caf::duration{local_call}
+                                                  : caf::duration{call_timeout};
         self
-          ->request(caf::actor_cast<butler_actor>(hdl), call_timeout,
-                    route_atom_v, std::move(req))
+          ->request(caf::actor_cast<butler_actor>(hdl), timeout, route_atom_v,
+                    std::move(req))
           .then(
             [self, id, attempt_id, started](route_response& r) {
               if (r.status == "accepted") {

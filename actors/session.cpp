@@ -1,5 +1,9 @@
 #include "actors/session.hpp"
 
+#include <algorithm>
+#include <mutex>
+#include <variant>
+
 #include <caf/blocking_actor.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/send.hpp>
@@ -157,9 +161,27 @@ void start_cli(session_ptr self) {
 // -- delivery (the messenger)
 // --------------------------------------------------
 
-adapter_result deliver_notify(const std::vector<delivery_adapter_config>& all,
-                              const std::string& notify,
-                              const std::atomic<bool>* stop) {
+/// The messenger's adapters when none are configured: one outbox file.
+const std::vector<delivery_adapter_config>& default_adapters() {
+  static const std::vector<delivery_adapter_config> all = [] {
+    delivery_adapter_config outbox;
+    outbox.kind = "outbox";
+    outbox.path = "outbox.jsonl";
+    return std::vector<delivery_adapter_config>{std::move(outbox)};
+  }();
+  return all;
+}
+
+/// A notify and the adapters that serve its channel, in configured order.
+struct delivery_plan {
+  notify_view view;
+  std::vector<delivery_adapter_config> adapters;
+};
+
+/// The plan for `notify`, or the failure that ends the delivery now.
+std::variant<delivery_plan, adapter_result> plan_delivery(
+  const std::vector<delivery_adapter_config>& configured,
+  const std::string& notify) {
   adapter_result a;
   auto view = read_notify(notify);
   if (!view) {
@@ -167,28 +189,63 @@ adapter_result deliver_notify(const std::vector<delivery_adapter_config>& all,
     a.message = "notify_request is not a notify.v1 document";
     return a;
   }
-  std::vector<delivery_adapter_config> fallback;
-  const auto* adapters = &all;
-  if (all.empty()) {
-    delivery_adapter_config outbox;
-    outbox.kind = "outbox";
-    outbox.path = "outbox.jsonl";
-    fallback.push_back(std::move(outbox));
-    adapters = &fallback;
-  }
-  std::string report = "[";
-  size_t used = 0;
-  for (auto& ad : *adapters) {
+  delivery_plan plan;
+  const auto& all = configured.empty() ? default_adapters() : configured;
+  for (auto& ad : all) {
     auto serves = std::find_if(ad.channels.begin(), ad.channels.end(),
                                [&](const std::string& c) {
                                  return c == "*" || c == view->channel;
                                })
                   != ad.channels.end();
-    if (!serves)
-      continue;
-    ++used;
+    if (serves)
+      plan.adapters.push_back(ad);
+  }
+  if (plan.adapters.empty()) {
+    a.error_class = "validation_error";
+    a.message = "no messenger adapter serves channel '" + view->channel + "'";
+    return a;
+  }
+  plan.view = std::move(*view);
+  return plan;
+}
+
+/// The session's answer once every adapter of `plan` was tried in order:
+/// `errors[i]` is adapter i's failure ("" when it delivered); adapters after
+/// the first failure were not tried. `retryable` belongs to that failure.
+adapter_result delivery_result(const delivery_plan& plan,
+                               const std::vector<std::string>& errors,
+                               bool retryable) {
+  adapter_result a;
+  std::string report = "[";
+  for (size_t i = 0; i < errors.size(); ++i) {
+    if (i > 0)
+      report += ',';
+    report += R"({"kind":)" + json::quote(plan.adapters[i].kind)
+              + R"(,"delivered":)" + (errors[i].empty() ? "true" : "false")
+              + '}';
+    if (!errors[i].empty()) {
+      a.error_class = "target_unavailable";
+      a.message = errors[i];
+      a.retryable = retryable;
+      return a;
+    }
+  }
+  report += ']';
+  a.ok = true;
+  a.text = R"({"notify_response":{"delivered":true,"channel":)"
+           + json::quote(plan.view.channel) + R"(,"adapters":)" + report + "}}";
+  return a;
+}
+
+/// Delivers through every adapter of `plan` in order, blocking (a webhook
+/// waits for its server); stops at the first failure.
+adapter_result deliver_blocking(const delivery_plan& plan,
+                                const std::string& notify,
+                                const std::atomic<bool>* stop) {
+  std::vector<std::string> errors;
+  bool retryable = false;
+  for (auto& ad : plan.adapters) {
     std::string error;
-    bool retryable = false;
     if (ad.kind == "webhook") {
       std::string url_error;
       auto url = parse_http_url(ad.url, &url_error);
@@ -199,38 +256,72 @@ adapter_result deliver_notify(const std::vector<delivery_adapter_config>& all,
         policy.timeout = std::chrono::milliseconds{ad.timeout_ms};
         policy.retries = ad.retries;
         policy.token = ad.token;
-        auto out = deliver_webhook(*url, notify, view->idempotency_key, policy,
-                                   stop);
+        auto out = deliver_webhook(*url, notify, plan.view.idempotency_key,
+                                   policy, stop);
         if (!out.delivered) {
           error = "webhook " + ad.url + ": " + out.error;
           retryable = out.retryable;
         }
       }
     } else {
-      std::string line = R"({"notify":)" + notify + "}";
-      error = append_outbox_line(ad.path, line);
+      error = append_outbox_line(ad.path, R"({"notify":)" + notify + "}");
     }
-    if (used > 1)
-      report += ',';
-    report += R"({"kind":)" + json::quote(ad.kind) + R"(,"delivered":)"
-              + (error.empty() ? "true" : "false") + '}';
-    if (!error.empty()) {
-      a.error_class = "target_unavailable";
-      a.message = error;
-      a.retryable = retryable;
-      return a;
-    }
+    errors.push_back(std::move(error));
+    if (!errors.back().empty())
+      break;
   }
-  if (used == 0) {
-    a.error_class = "validation_error";
-    a.message = "no messenger adapter serves channel '" + view->channel + "'";
-    return a;
+  return delivery_result(plan, errors, retryable);
+}
+
+/// Outbox adapters only: each line is handed to its file's writer thread,
+/// and the last one to be synced reports to the session. Nothing blocks and
+/// no thread is woken per delivery beyond the writer's own batch.
+void deliver_to_outboxes(session_ptr self, delivery_plan plan) {
+  struct pending {
+    delivery_plan plan;
+    std::mutex mtx;
+    std::vector<std::string> errors;
+    size_t left = 0;
+    bool full = false;
+  };
+  auto p = std::make_shared<pending>();
+  p->errors.resize(plan.adapters.size());
+  p->left = plan.adapters.size();
+  p->plan = std::move(plan);
+  auto me = caf::actor_cast<session_actor>(self);
+  auto line = R"({"notify":)" + self->state.env.notify_request + "}";
+  for (size_t i = 0; i < p->plan.adapters.size(); ++i) {
+    auto& path = p->plan.adapters[i].path;
+    auto report = [p, i, me](std::string error, bool full = false) {
+      std::unique_lock<std::mutex> guard{p->mtx};
+      p->errors[i] = std::move(error);
+      p->full = p->full || full;
+      if (--p->left > 0)
+        return;
+      guard.unlock();
+      // Report as far as the first failure, as the blocking path does.
+      auto errors = p->errors;
+      auto bad = std::find_if(errors.begin(), errors.end(),
+                              [](const std::string& e) {
+                                return !e.empty();
+                              });
+      if (bad != errors.end())
+        errors.erase(bad + 1, errors.end());
+      // A full queue passes; a write that failed is not retried (as a
+      // webhook's refusal is not).
+      caf::anon_send(me, done_atom_v,
+                     delivery_result(p->plan, errors, p->full));
+    };
+    auto posted = append_outbox_line_async(path, line, report);
+    if (posted == outbox_post::queued)
+      continue;
+    if (posted == outbox_post::full)
+      report(path + ": " + std::to_string(outbox_max_queued)
+               + " lines already wait to be written",
+             true);
+    else
+      report(outbox_line_error(path, line));
   }
-  report += ']';
-  a.ok = true;
-  a.text = R"({"notify_response":{"delivered":true,"channel":)"
-           + json::quote(view->channel) + R"(,"adapters":)" + report + "}}";
-  return a;
 }
 
 void start_delivery(session_ptr self) {
@@ -240,13 +331,26 @@ void start_delivery(session_ptr self) {
   self->attach_functor([stop] {
     *stop = true;
   });
-  auto adapters = st.params.adapters;
-  auto notify = st.env.notify_request;
   auto me = caf::actor_cast<session_actor>(self);
+  auto planned = plan_delivery(st.params.adapters, st.env.notify_request);
+  if (auto* failed = std::get_if<adapter_result>(&planned)) {
+    self->send(me, done_atom_v, std::move(*failed));
+    return;
+  }
+  auto plan = std::get<delivery_plan>(std::move(planned));
+  auto only_outboxes = std::all_of(plan.adapters.begin(), plan.adapters.end(),
+                                   [](const delivery_adapter_config& ad) {
+                                     return ad.kind == "outbox";
+                                   });
+  if (only_outboxes) {
+    deliver_to_outboxes(self, std::move(plan));
+    return;
+  }
+  auto notify = st.env.notify_request;
   if (auto& pool = st.params.pool) {
-    auto posted = pool->post([adapters, notify, stop, me] {
+    auto posted = pool->post([plan, notify, stop, me] {
       caf::anon_send(me, done_atom_v,
-                     deliver_notify(adapters, notify, stop.get()));
+                     deliver_blocking(plan, notify, stop.get()));
     });
     if (!posted) {
       adapter_result a;
@@ -258,13 +362,12 @@ void start_delivery(session_ptr self) {
     return;
   }
   self->spawn<caf::detached>(
-    [](caf::blocking_actor*, std::vector<delivery_adapter_config> adapters,
-       std::string notify, std::shared_ptr<std::atomic<bool>> stop,
-       session_actor me) {
+    [](caf::blocking_actor*, delivery_plan plan, std::string notify,
+       std::shared_ptr<std::atomic<bool>> stop, session_actor me) {
       caf::anon_send(me, done_atom_v,
-                     deliver_notify(adapters, notify, stop.get()));
+                     deliver_blocking(plan, notify, stop.get()));
     },
-    std::move(adapters), std::move(notify), stop, me);
+    std::move(plan), std::move(notify), stop, me);
 }
 
 // -- steering -------------------------------------------------------------
@@ -303,6 +406,16 @@ void begin_turn(session_ptr self, uint32_t turn) {
   if (!applied.inputs.empty() && st.observer)
     self->send(caf::actor_cast<thread_actor>(st.observer), steer_atom_v,
                std::move(applied));
+}
+
+/// Ends the current scripted turn after `length`; a turn of no length ends
+/// with the next message rather than through the clock (each timer wakes
+/// the clock thread).
+void end_turn_after(session_ptr self, std::chrono::milliseconds length) {
+  if (length.count() == 0)
+    self->send(self, turn_atom_v);
+  else
+    self->delayed_send(self, length, turn_atom_v);
 }
 
 } // namespace
@@ -349,7 +462,7 @@ session_actor::behavior_type session(
                             st.item.work_id, st.env.prompt, st.env.request_id,
                             split_attempt(st.env.segment_id).second);
     begin_turn(self, 1);
-    self->delayed_send(self, st.script.turn, turn_atom_v);
+    end_turn_after(self, st.script.turn);
   }
   return {
     [self](cancel_atom) {
@@ -382,7 +495,7 @@ session_actor::behavior_type session(
         if (st.turn >= st.script.turns)
           ++st.extra_turns;
         begin_turn(self, st.turn + 1);
-        self->delayed_send(self, st.script.turn, turn_atom_v);
+        end_turn_after(self, st.script.turn);
         return;
       }
       if (st.script.fail) {

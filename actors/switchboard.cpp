@@ -264,8 +264,10 @@ void hand_to_messenger(switchboard_ptr self, std::string notify,
                        std::function<void(route_response)> done) {
   auto& st = self->state;
   std::string envelope;
+  auto parsed = std::make_shared<route_envelope>();
   auto fresh = make_uuid_v7().to_string();
-  if (auto bad = make_delivery_route(notify, fresh, now_us(), envelope)) {
+  if (auto bad = make_delivery_route(notify, fresh, now_us(), envelope,
+                                     parsed.get())) {
     st.notify_rejected->inc();
     done(make_error_response({}, bad->error_class, bad->message, false));
     return;
@@ -286,8 +288,12 @@ void hand_to_messenger(switchboard_ptr self, std::string notify,
   };
   self->request(reg, local_call, lookup_atom_v, "messenger")
     .then(
-      [self, envelope, done, fail](caf::actor& messenger) mutable {
-        route_request req{std::move(envelope), "switchboard", {}, {}};
+      [self, envelope, parsed, done, fail](caf::actor& messenger) mutable {
+        route_request req{std::move(envelope),
+                          "switchboard",
+                          {},
+                          {},
+                          std::move(parsed)};
         self
           ->request(caf::actor_cast<butler_actor>(messenger), local_call,
                     route_atom_v, std::move(req))

@@ -5,10 +5,13 @@
 
 #include <cerrno>
 #include <condition_variable>
-#include <memory>
+#include <deque>
+#include <future>
 #include <mutex>
 #include <system_error>
+#include <thread>
 #include <unordered_map>
+#include <vector>
 
 namespace butlers {
 
@@ -84,67 +87,107 @@ std::string write_and_sync(const std::string& path,
   return error;
 }
 
-/// Lines for one file that go out with one write() and one fsync.
-struct outbox_batch {
-  std::string records;
-  std::string error;
-  bool done = false;
+/// A line waiting for its file's writer.
+struct queued_line {
+  std::string line;
+  std::function<void(std::string)> done;
 };
 
-/// Group commit for one file: callers that arrive while a batch is being
-/// synced join the next one, which the first of them writes once the
-/// previous sync is over. Under load a sync covers many lines; alone, a
-/// line is written at once.
+/// One file's writer: a thread that drains `queue` in batches. The object
+/// and its thread live as long as the process (a detached thread waiting on
+/// a condition variable must not see it destroyed at exit).
 struct outbox_file {
+  std::string path;
   std::mutex mtx;
   std::condition_variable cv;
-  /// The batch new lines join (null: none yet).
-  std::shared_ptr<outbox_batch> open;
-  /// A caller is writing a batch.
-  bool writing = false;
+  std::deque<queued_line> queue;
 };
+
+/// Largest batch one write() carries; a queue holding more is drained by
+/// several batches in a row.
+constexpr size_t max_batch_bytes = size_t{1} << 20;
+
+[[noreturn]] void run_writer(outbox_file* file) {
+  std::vector<queued_line> batch;
+  std::string records;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock{file->mtx};
+      file->cv.wait(lock, [file] {
+        return !file->queue.empty();
+      });
+      size_t bytes = 0;
+      while (!file->queue.empty()
+             && (batch.empty() || bytes < max_batch_bytes)) {
+        bytes += file->queue.front().line.size() + 1;
+        batch.push_back(std::move(file->queue.front()));
+        file->queue.pop_front();
+      }
+    }
+    records.clear();
+    for (auto& q : batch) {
+      records += q.line;
+      records += '\n';
+    }
+    auto error = write_and_sync(file->path, records);
+    for (auto& q : batch)
+      q.done(error);
+    batch.clear();
+  }
+}
 
 outbox_file& file_for(const std::string& path) {
   static std::mutex mtx;
-  static std::unordered_map<std::string, std::unique_ptr<outbox_file>> files;
+  // Never destroyed: each file's writer thread runs until the process ends.
+  static auto* files = new std::unordered_map<std::string, outbox_file*>{};
   std::lock_guard<std::mutex> guard{mtx};
-  auto& f = files[path];
-  if (!f)
-    f = std::make_unique<outbox_file>();
+  auto& f = (*files)[path];
+  if (!f) {
+    f = new outbox_file{};
+    f->path = path;
+    std::thread{run_writer, f}.detach();
+  }
   return *f;
 }
 
 } // namespace
 
-std::string append_outbox_line(const std::string& path, std::string_view line) {
+std::string outbox_line_error(const std::string& path, std::string_view line) {
   if (line.empty())
     return path + ": refusing to append an empty line";
   if (line.find('\n') != std::string_view::npos)
     return path + ": refusing to append a line containing '\\n'";
+  return {};
+}
+
+outbox_post append_outbox_line_async(const std::string& path, std::string line,
+                                     std::function<void(std::string)> done) {
+  if (!outbox_line_error(path, line).empty())
+    return outbox_post::invalid;
   auto& file = file_for(path);
-  std::unique_lock<std::mutex> lock{file.mtx};
-  if (!file.open)
-    file.open = std::make_shared<outbox_batch>();
-  auto mine = file.open;
-  mine->records += line;
-  mine->records += '\n';
-  while (!mine->done) {
-    if (file.writing) {
-      file.cv.wait(lock);
-      continue;
-    }
-    // Lead: write everything that has joined so far.
-    file.writing = true;
-    auto batch = std::move(file.open);
-    lock.unlock();
-    auto error = write_and_sync(path, batch->records);
-    lock.lock();
-    batch->error = std::move(error);
-    batch->done = true;
-    file.writing = false;
-    file.cv.notify_all();
+  {
+    std::lock_guard<std::mutex> guard{file.mtx};
+    if (file.queue.size() >= outbox_max_queued)
+      return outbox_post::full;
+    file.queue.push_back({std::move(line), std::move(done)});
   }
-  return mine->error;
+  file.cv.notify_one();
+  return outbox_post::queued;
+}
+
+std::string append_outbox_line(const std::string& path, std::string_view line) {
+  if (auto bad = outbox_line_error(path, line); !bad.empty())
+    return bad;
+  std::promise<std::string> result;
+  auto out = result.get_future();
+  auto posted = append_outbox_line_async(path, std::string{line},
+                                         [&result](std::string error) {
+                                           result.set_value(std::move(error));
+                                         });
+  if (posted == outbox_post::full)
+    return path + ": " + std::to_string(outbox_max_queued)
+           + " lines already wait to be written";
+  return out.get();
 }
 
 } // namespace butlers

@@ -233,10 +233,9 @@ std::string make_notify_json(const route_envelope& route,
   return out;
 }
 
-std::optional<notify_view> read_notify(std::string_view text) {
-  rapidjson::Document doc;
-  if (json::parse(text, doc) || !doc.IsObject())
-    return std::nullopt;
+namespace {
+
+notify_view read_notify(const rapidjson::Value& doc) {
   notify_view v;
   v.origin_butler = member(doc, "origin_butler");
   v.idempotency_key = member(doc, "idempotency_key");
@@ -259,10 +258,20 @@ std::optional<notify_view> read_notify(std::string_view text) {
   return v;
 }
 
+} // namespace
+
+std::optional<notify_view> read_notify(std::string_view text) {
+  rapidjson::Document doc;
+  if (json::parse(text, doc) || !doc.IsObject())
+    return std::nullopt;
+  return read_notify(doc);
+}
+
 std::optional<route_rejection> make_delivery_route(std::string_view notify,
                                                    std::string_view fresh_id,
                                                    int64_t now_us,
-                                                   std::string& out) {
+                                                   std::string& out,
+                                                   route_envelope* parsed) {
   rapidjson::Document doc;
   if (auto err = json::parse(notify, doc))
     return route_rejection{"validation_error",
@@ -271,27 +280,27 @@ std::optional<route_rejection> make_delivery_route(std::string_view notify,
   if (!violations.empty())
     return route_rejection{"validation_error",
                            join(violations, "notify.v1 violates its schema: ")};
-  auto v = read_notify(notify);
+  auto v = read_notify(doc);
   route_envelope env;
-  if (!v->request_id.empty()) {
-    env.request_id = v->request_id;
-    env.received_at = v->received_at;
-    env.source_channel = v->source_channel;
-    env.source_endpoint_identity = v->source_endpoint_identity;
-    env.source_sender_identity = v->source_sender_identity;
-    env.source_thread_identity = v->source_thread_identity;
+  if (!v.request_id.empty()) {
+    env.request_id = v.request_id;
+    env.received_at = v.received_at;
+    env.source_channel = v.source_channel;
+    env.source_endpoint_identity = v.source_endpoint_identity;
+    env.source_sender_identity = v.source_sender_identity;
+    env.source_thread_identity = v.source_thread_identity;
   } else {
     env.request_id = std::string{fresh_id};
-    env.source_channel = v->channel;
+    env.source_channel = v.channel;
     env.source_endpoint_identity = "switchboard";
-    env.source_sender_identity = v->origin_butler;
+    env.source_sender_identity = v.origin_butler;
   }
   // received_at is optional in notify.v1 but required by route.v1.
   if (env.received_at.empty())
     env.received_at = rfc3339_utc(now_us);
   env.subrequest_id = std::string{fresh_id};
-  auto key = v->idempotency_key.empty() ? std::string{fresh_id}
-                                        : v->idempotency_key;
+  auto key = v.idempotency_key.empty() ? std::string{fresh_id}
+                                       : v.idempotency_key;
   // segment_id: at most 64 characters of [A-Za-z0-9_.:-].
   std::string seg = "notify:";
   for (auto c : key) {
@@ -304,9 +313,11 @@ std::optional<route_rejection> make_delivery_route(std::string_view notify,
   env.segment_id = seg;
   env.butler = "messenger";
   env.tool = "route.execute";
-  env.prompt = "deliver a notify.v1 from " + v->origin_butler;
+  env.prompt = "deliver a notify.v1 from " + v.origin_butler;
   env.notify_request = json::to_string(doc);
   out = make_route_json(env);
+  if (parsed)
+    *parsed = std::move(env);
   return std::nullopt;
 }
 

@@ -6,6 +6,7 @@
 // (scheduled work, deliveries to the messenger). Pure logic, no actors.
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,6 +18,8 @@
 #include "runtime/schema.hpp"
 
 namespace butlers {
+
+struct route_envelope;
 
 /// A route.execute call (spec 001 §6.2): one route.v1 envelope for one
 /// butler, plus who sent it.
@@ -31,6 +34,13 @@ struct route_request {
   /// Gets `done_atom, route_response` once the work item's result is
   /// durable (the dispatching switchboard); may be null.
   caf::actor reply_to;
+  /// `envelope` as its author built it, when that author is the switchboard
+  /// of the receiving butler's own node, which made `envelope` from parts it
+  /// had checked (the ingest record, a plan valid under router_plan.v1, a
+  /// notify valid under notify.v1): the butler takes it instead of parsing
+  /// and validating `envelope` again. Never serialized, so whatever arrives
+  /// from another node or over HTTP is parsed and validated in full.
+  std::shared_ptr<const route_envelope> parsed{};
 };
 
 template<class Inspector>
@@ -149,11 +159,11 @@ struct notify_view {
 /// the answered request's context (or, for a `send`, a fresh one), and
 /// segment "notify:<idempotency_key>" so a repeated delivery of the same
 /// notify is one work item. `fresh_id` is used for the request id when the
-/// notify has no context, and for the subrequest id.
-std::optional<route_rejection> make_delivery_route(std::string_view notify,
-                                                   std::string_view fresh_id,
-                                                   int64_t now_us,
-                                                   std::string& out);
+/// notify has no context, and for the subrequest id. With `parsed`, the
+/// envelope's typed form is left there as well.
+std::optional<route_rejection> make_delivery_route(
+  std::string_view notify, std::string_view fresh_id, int64_t now_us,
+  std::string& out, route_envelope* parsed = nullptr);
 
 /// Reads a notify.v1 document validated before (parse_route did).
 std::optional<notify_view> read_notify(std::string_view text);

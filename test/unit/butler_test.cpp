@@ -398,6 +398,52 @@ TEST_F(Butler, SessionTimeoutFailsWithTimeout) {
   EXPECT_NE(row.response.find("\"retryable\":true"), std::string::npos);
 }
 
+TEST_F(Butler, SessionsStartedApartEachTimeOutAfterTheirOwnTimeout) {
+  // One timer serves every running session: it fires for the earliest and
+  // is armed again for the next.
+  auto cfg = config("health", 2);
+  cfg.runtime.turn_ms = 5000;
+  cfg.session_timeout_s = 2;
+  auto b = spawn(cfg);
+  auto first = route(b, envelope("health", "first"));
+  advance(1s);
+  auto second = route(b, envelope("health", "second"));
+  advance(1s);
+  EXPECT_EQ(db->rows[first.work_id].error_class, "timeout");
+  EXPECT_EQ(db->rows[second.work_id].state, "running");
+  advance(1s);
+  EXPECT_EQ(db->rows[second.work_id].state, "error");
+  EXPECT_EQ(db->rows[second.work_id].error_class, "timeout");
+}
+
+TEST_F(Butler, AnEnvelopeParsedByItsInProcessAuthorIsNotParsedAgain) {
+  auto b = spawn(config("health", 1));
+  route_envelope env;
+  env.request_id = make_uuid_v7().to_string();
+  env.received_at = "2026-11-23T04:00:00Z";
+  env.source_channel = "api";
+  env.source_endpoint_identity = "tests";
+  env.source_sender_identity = "user-1";
+  env.butler = "health";
+  env.tool = "route.execute";
+  env.prompt = "from the parsed form";
+  auto parsed = std::make_shared<const route_envelope>(env);
+  // The text is what gets stored; the typed form is what gets checked.
+  self->send(b, route_atom_v,
+             route_request{make_route_json(env), "route", {}, {}, parsed});
+  auto r = reply<route_response>();
+  EXPECT_EQ(r.status, "accepted");
+  EXPECT_EQ(db->rows[r.work_id].item.request_id, env.request_id);
+  // The checks after parsing still apply to it.
+  auto other = std::make_shared<route_envelope>(env);
+  other->butler = "finance";
+  self->send(b, route_atom_v,
+             route_request{make_route_json(*other), "route", {}, {}, other});
+  auto refused = reply<route_response>();
+  EXPECT_EQ(refused.status, "error");
+  EXPECT_EQ(refused.error_class, "validation_error");
+}
+
 TEST_F(Butler, InjectedFailuresCarryTheirClass) {
   auto cfg = config("health", 1);
   cfg.runtime.fail_rate = 1.0;

@@ -1,8 +1,10 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -117,6 +119,58 @@ TEST(outbox, concurrent_appends_stay_whole_lines) {
     EXPECT_TRUE(seen.emplace(t, i).second) << "duplicate " << t << "/" << i;
   }
   EXPECT_EQ(seen.size(), size_t{threads * per_thread});
+}
+
+TEST(outbox, async_appends_report_each_line_once_after_its_sync) {
+  temp_dir dir;
+  auto path = dir.file("outbox.jsonl");
+  constexpr int lines = 500;
+  std::mutex mtx;
+  std::condition_variable cv;
+  std::vector<int> reported(lines, 0);
+  std::vector<std::string> errors;
+  int left = lines;
+  for (int i = 0; i < lines; ++i) {
+    auto posted = butlers::
+      append_outbox_line_async(path, "{\"n\":" + std::to_string(i) + "}",
+                               [&, i](std::string error) {
+                                 std::lock_guard<std::mutex> guard{mtx};
+                                 ++reported[static_cast<size_t>(i)];
+                                 if (!error.empty())
+                                   errors.push_back(std::move(error));
+                                 if (--left == 0)
+                                   cv.notify_all();
+                               });
+    ASSERT_EQ(posted, butlers::outbox_post::queued);
+  }
+  {
+    std::unique_lock<std::mutex> lock{mtx};
+    cv.wait(lock, [&] {
+      return left == 0;
+    });
+  }
+  EXPECT_TRUE(errors.empty());
+  EXPECT_EQ(reported, std::vector<int>(lines, 1));
+  bool ends_nl = false;
+  auto written = read_lines(path, ends_nl);
+  ASSERT_EQ(written.size(), size_t{lines});
+  // One writer per file: lines land in the order they were queued.
+  for (int i = 0; i < lines; ++i)
+    EXPECT_EQ(written[static_cast<size_t>(i)],
+              "{\"n\":" + std::to_string(i) + "}");
+}
+
+TEST(outbox, async_append_refuses_an_invalid_line_without_calling_back) {
+  temp_dir dir;
+  auto path = dir.file("outbox.jsonl");
+  bool called = false;
+  auto posted = butlers::append_outbox_line_async(path, "two\nlines",
+                                                  [&](std::string) {
+                                                    called = true;
+                                                  });
+  EXPECT_EQ(posted, butlers::outbox_post::invalid);
+  EXPECT_FALSE(called);
+  EXPECT_FALSE(fs::exists(path));
 }
 
 TEST(outbox, rejects_newlines_and_empty_lines) {
