@@ -293,9 +293,11 @@ struct delivery_adapter_config {
 
 /// `[messenger]`: the only outbound delivery path.
 struct messenger_config {
-  /// Deliveries at once. Default 16, range 1..256. (An outbox syncs once
-  /// for every line that arrives while it syncs: more at once, fewer syncs.)
-  uint32_t max_concurrent_sessions = 16;
+  /// Deliveries at once. Default 64, range 1..256. (An outbox syncs once
+  /// for every line that arrives while it syncs: more at once, fewer syncs.
+  /// A delivery waiting for its outbox sync holds no thread; webhook
+  /// deliveries share at most 8 threads.)
+  uint32_t max_concurrent_sessions = 64;
   /// Deliveries waiting. Default 1000, range 0..100000.
   uint32_t max_pending = 1000;
   /// `[[messenger.adapter]]`, in file order. Empty (default) means one outbox

@@ -243,7 +243,7 @@ TEST(config, empty_text_gives_defaults) {
   EXPECT_TRUE(s.router.rules.empty());
   EXPECT_TRUE(s.policies.empty());
   EXPECT_TRUE(s.butlers.empty());
-  EXPECT_EQ(s.messenger.max_concurrent_sessions, 16u);
+  EXPECT_EQ(s.messenger.max_concurrent_sessions, 64u);
   EXPECT_EQ(s.messenger.max_pending, 1000u);
   EXPECT_TRUE(s.messenger.adapters.empty()) << "the runtime adds the outbox";
   EXPECT_TRUE(s.connectors.empty());
@@ -881,7 +881,7 @@ TEST(config, butler_defaults) {
   EXPECT_EQ(rt.max_output_bytes, 1048576u);
   EXPECT_EQ(rt.kill_grace_ms, 2000u);
   auto& m = res.settings->messenger;
-  EXPECT_EQ(m.max_concurrent_sessions, 16u);
+  EXPECT_EQ(m.max_concurrent_sessions, 64u);
   EXPECT_EQ(m.max_pending, 1000u);
   ASSERT_EQ(m.adapters.size(), 1u);
   EXPECT_EQ(m.adapters[0].channels, (std::vector<std::string>{"*"}));
