@@ -336,7 +336,10 @@ void dispatch(switchboard_ptr self, const std::string& id, size_t i) {
   env.butler = seg.butler;
   env.tool = "route.execute";
   env.prompt = seg.prompt;
-  persist_segment(self, id, seg, {}, false);
+  // The plan store wrote the first dispatch of a new fanout already.
+  if (!seg.first_dispatch_stored || seg.attempts != 1)
+    persist_segment(self, id, seg, {}, false);
+  seg.first_dispatch_stored = false;
   auto butler = seg.butler;
   auto started = std::chrono::steady_clock::now();
   auto failed = [self, id, attempt_id](std::string cls, std::string msg) {
@@ -575,6 +578,7 @@ void start_fanout(switchboard_ptr self, inbox_ref ref, claim_result claim,
     s.work_id = row[8];
     s.error_class = row[9];
     s.error_message = row[10];
+    s.first_dispatch_stored = row[11] == "true";
     // A dispatch that was out when the request was last processed: its
     // outcome went to a switchboard that is gone. Send the same attempt
     // again: the butler dedupes it, answers at once if it finished, or
@@ -635,13 +639,19 @@ named_statement plan_statement(switchboard_ptr self, const inbox_ref& ref,
     plan.segments[i].segment_id = "seg-" + std::to_string(i + 1);
   fanout f;
   f.mode = st.cfg.fanout_mode;
+  f.segments.resize(plan.segments.size());
+  // The dispatches that start the fanout are stored with the plan.
+  std::vector<bool> first(plan.segments.size(), false);
+  for (auto i : f.first_dispatches())
+    first[i] = true;
   std::string segments = "[";
   for (size_t i = 0; i < plan.segments.size(); ++i) {
     auto& s = plan.segments[i];
     segments += (i ? "," : "");
     segments += R"({"segment_id":)" + quote(s.segment_id) + R"(,"ordinal":)"
                 + std::to_string(i) + R"(,"butler":)" + quote(s.butler)
-                + R"(,"prompt":)" + quote(s.prompt) + "}";
+                + R"(,"prompt":)" + quote(s.prompt) + R"(,"dispatched":)"
+                + (first[i] ? "true" : "false") + "}";
   }
   segments += "]";
   char conf[32];

@@ -46,6 +46,18 @@ std::vector<size_t> fanout::ready() const {
   return out;
 }
 
+std::vector<size_t> fanout::first_dispatches() const {
+  auto copy = *this;
+  std::vector<size_t> out;
+  for (;;) {
+    auto next = copy.ready();
+    if (next.empty())
+      return out;
+    copy.segments[next.front()].state = "dispatched";
+    out.push_back(next.front());
+  }
+}
+
 std::vector<size_t> fanout::settle(size_t i) {
   std::vector<size_t> skipped;
   if (mode != "conditional" || segments[i].state != "error")

@@ -36,6 +36,10 @@ struct fanout_segment {
   /// same attempt, once the butler reports an outcome or the wait's timer
   /// fires, whichever is first.
   bool waiting = false;
+  /// The store already holds this segment's first dispatch ('dispatched',
+  /// attempt 1): the plan store records the dispatches that start the
+  /// fanout, so the first one needs no write of its own.
+  bool first_dispatch_stored = false;
   /// Waits so far (each refusal), and when the current one's timer fires
   /// (steady clock, ns): an earlier wait's timer arriving late is ignored.
   uint32_t waits = 0;
@@ -67,6 +71,10 @@ struct fanout {
   /// not yet terminal one when it is pending and everything before it is
   /// terminal (ordered, conditional).
   std::vector<size_t> ready() const;
+
+  /// The segments a new fanout dispatches before any outcome arrives (what
+  /// `ready` yields, again and again, as each is dispatched).
+  std::vector<size_t> first_dispatches() const;
 
   /// Records that segment `i` became terminal; under `conditional` a
   /// failure skips every later segment (their error says which upstream

@@ -12,10 +12,18 @@
 -- ('true'/'false'), $5 fallback_reason ('' = none), $6 confidence,
 -- $7 fanout_mode, $8 join_policy, $9 abort_policy, $10 policy_tier,
 -- $11 plan (router_plan.v1 + routing metadata, JSON), $12 segments (JSON
--- array of {segment_id, ordinal, butler, prompt}).
+-- array of {segment_id, ordinal, butler, prompt, dispatched}).
+-- A new plan's segments whose `dispatched` is true (those the fanout sends
+-- at once) are stored as dispatched, attempt 1: the switchboard writes no
+-- segment update for that first dispatch. If it stops before sending one,
+-- whoever processes the request again redelivers that attempt, as for any
+-- dispatch that was out (the butler dedupes it).
 -- Returns, by statement and then segment ordinal: the statement's ordinal
 -- (1-based), fanout_mode, segment_id, ordinal, butler, prompt, state,
--- attempts, round_attempts, work_id, error_class, error_message.
+-- attempts, round_attempts, work_id, error_class, error_message, and
+-- whether the first dispatch is stored already ('true' / 'false'). A new
+-- plan's segments come back as they stand before any dispatch ('pending',
+-- 0 attempts), so that the switchboard dispatches them as usual.
 -- Every table is reached through its key (`= ANY` of the batch's requests,
 -- or equality), so a generic plan (the statement is prepared) looks rows up
 -- by index at any size.
@@ -52,22 +60,24 @@ WITH t AS (
   RETURNING request_id
 ), seg_ins AS (
   INSERT INTO fanout_execution_log (request_id, segment_id, ordinal, butler,
-                                    prompt)
-  SELECT t.request_id, s.segment_id, s.ordinal, s.butler, s.prompt
+                                    prompt, state, attempts, round_attempts)
+  SELECT t.request_id, s.segment_id, s.ordinal, s.butler, s.prompt,
+         CASE WHEN s.dispatched THEN 'dispatched' ELSE 'pending' END,
+         CASE WHEN s.dispatched THEN 1 ELSE 0 END,
+         CASE WHEN s.dispatched THEN 1 ELSE 0 END
   FROM t JOIN plan_ins USING (request_id),
        jsonb_to_recordset(t.segments)
-         AS s(segment_id text, ordinal integer, butler text, prompt text)
-  RETURNING request_id, segment_id, ordinal, butler, prompt, state, attempts,
-            round_attempts, work_id, error_class, error_message
+         AS s(segment_id text, ordinal integer, butler text, prompt text,
+              dispatched boolean)
+  RETURNING request_id, segment_id, ordinal, butler, prompt, state
 )
 SELECT t.ord, t.fanout_mode, s.segment_id, s.ordinal, s.butler, s.prompt,
-       s.state, s.attempts, s.round_attempts, coalesce(s.work_id, ''),
-       coalesce(s.error_class, ''), coalesce(s.error_message, '')
+       'pending', 0, 0, '', '', '', (s.state = 'dispatched')::text
 FROM seg_ins s JOIN t USING (request_id)
 UNION ALL
 SELECT t.ord, p.fanout_mode, l.segment_id, l.ordinal, l.butler, l.prompt,
        l.state, l.attempts, l.round_attempts, coalesce(l.work_id, ''),
-       coalesce(l.error_class, ''), coalesce(l.error_message, '')
+       coalesce(l.error_class, ''), coalesce(l.error_message, ''), 'false'
 FROM t JOIN fanout_plans p USING (request_id)
        JOIN fanout_execution_log l USING (request_id)
 WHERE p.request_id = ANY(($1::text[])::uuid[])

@@ -80,6 +80,18 @@ TEST(Fanout, AllSuccessfulIsParsed) {
   EXPECT_EQ(f.verdict().state, "parsed");
 }
 
+TEST(Fanout, FirstDispatchesAreWhatStartsEachMode) {
+  EXPECT_EQ(make("parallel", 3).first_dispatches(),
+            (std::vector<size_t>{0, 1, 2}));
+  EXPECT_EQ(make("ordered", 3).first_dispatches(), (std::vector<size_t>{0}));
+  EXPECT_EQ(make("conditional", 3).first_dispatches(),
+            (std::vector<size_t>{0}));
+  // Asking changes nothing.
+  auto f = make("parallel", 2);
+  f.first_dispatches();
+  EXPECT_EQ(f.ready(), (std::vector<size_t>{0, 1}));
+}
+
 TEST(Fanout, AttemptSuffixesRoundTrip) {
   EXPECT_EQ(attempt_segment_id("seg-1", 1), "seg-1");
   EXPECT_EQ(attempt_segment_id("seg-1", 3), "seg-1:a3");

@@ -43,6 +43,10 @@ struct writer_script {
   std::vector<completion> completions;
   /// Request ids of the plans stored (fanout_plan_store), in order.
   std::vector<std::string> plans;
+  /// The segments JSON of each plan stored, in order.
+  std::vector<std::string> plan_segments;
+  /// Each fanout_segment_update as "segment_id state attempts", in order.
+  std::vector<std::string> segment_updates;
   /// Dedupe keys already stored, answered as duplicates.
   std::vector<std::string> stored_keys;
 };
@@ -125,9 +129,14 @@ inbox_writer_actor::behavior_type fake_writer(
         for (size_t i = 0; i < script->claims.size(); ++i)
           if (script->claims[i].request_id == st.params.at(0))
             script->claim_promises[i].deliver(claim_result{false, 0, {}});
+      if (st.query == "fanout_segment_update")
+        script->segment_updates.push_back(
+          st.params.at(1) + " " + st.params.at(2) + " " + st.params.at(3));
       if (st.query == "fanout_plan_store") {
         script->plans.push_back(st.params.at(0));
-        // As the statement answers a new plan: its segments, pending.
+        script->plan_segments.push_back(st.params.at(11));
+        // As the statement answers a new plan: its segments, pending, and
+        // whether their first dispatch is stored with the plan.
         named_result out{true, {}};
         rapidjson::Document segs;
         if (json::parse(st.params.at(11), segs) || !segs.IsArray())
@@ -136,7 +145,8 @@ inbox_writer_actor::behavior_type fake_writer(
           out.rows.push_back(
             {st.params.at(6), seg["segment_id"].GetString(),
              std::to_string(seg["ordinal"].GetInt()), seg["butler"].GetString(),
-             seg["prompt"].GetString(), "pending", "0", "0", "", "", ""});
+             seg["prompt"].GetString(), "pending", "0", "0", "", "", "",
+             seg["dispatched"].GetBool() ? "true" : "false"});
         return out;
       }
       return named_result{};
@@ -521,6 +531,14 @@ TEST_F(Switchboard, ARetryAfterATransportFailureAvoidsTheHostThatFailed) {
   ASSERT_EQ(lookups->size(), 1u) << "the first attempt looked up general";
   EXPECT_FALSE((*lookups)[0]) << "nothing to avoid on a first attempt";
   EXPECT_EQ(*routed, 0);
+  // The first dispatch was stored with the plan, not by an update of its
+  // own; the failed attempt's outcome was.
+  ASSERT_EQ(script->plan_segments.size(), 1u);
+  EXPECT_NE(script->plan_segments[0].find(R"("dispatched":true)"),
+            std::string::npos);
+  for (auto& u : script->segment_updates)
+    EXPECT_NE(u, "seg-1 dispatched 1");
+  EXPECT_FALSE(script->segment_updates.empty());
   // The attempt failed on the dead host; its backoff passes.
   EXPECT_EQ(counter_value("butlers_switchboard_route_retries_total"), 1u);
   // The earliest timer is the backoff (the request's budget and the lease
@@ -530,6 +548,8 @@ TEST_F(Switchboard, ARetryAfterATransportFailureAvoidsTheHostThatFailed) {
   ASSERT_EQ(lookups->size(), 2u) << "the retry looked up general again";
   EXPECT_EQ((*lookups)[1], dead) << "naming the host that failed";
   EXPECT_EQ(*routed, 1) << "and went to the live host";
+  // A second attempt is written when it goes out.
+  EXPECT_EQ(script->segment_updates.back(), "seg-1 dispatched 2");
   for (auto& x : {live, reg})
     self->send_exit(x, caf::exit_reason::user_shutdown);
   sched.run();
