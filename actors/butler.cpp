@@ -370,10 +370,13 @@ void store(butler_ptr self, route_request& req, route_envelope env,
   item.trigger_source = req.trigger_source;
   item.origin_butler = req.origin_butler;
   item.envelope = std::move(req.envelope);
-  // A slot will be free for it: stored as started, one write less. (Should
-  // the slot be taken meanwhile, it waits `running`; nothing else differs.)
+  // A slot will be free for it now or within one round of sessions (fewer
+  // than twice the slots are ahead of it): stored as started, its attempt
+  // counted, and no start write follows. It may wait `running` for a while;
+  // should this node die meanwhile, the item has one attempt counted that
+  // it did not use (of max_attempts; recovery counts the next one).
   op.start = st.active() + st.pending.size() + st.appending
-             < cfg.max_concurrent_sessions;
+             < 2 * cfg.max_concurrent_sessions;
   auto started = op.start;
   ++st.appending;
   update_gauges(self);

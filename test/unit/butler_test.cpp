@@ -355,23 +355,31 @@ TEST_F(Butler, DuplicateDispatchIsOneWorkItem) {
   EXPECT_EQ(status(b).active + status(b).pending, 1u);
 }
 
-TEST_F(Butler, AnItemWithASlotFreeIsStoredStartedAndNeedsNoStartWrite) {
+TEST_F(Butler, AnItemWithASlotFreeSoonIsStoredStartedAndNeedsNoStartWrite) {
+  // One slot: the first item starts now, the second once the first ends
+  // (within one round of sessions): both are stored started. The third
+  // waits longer and is started by a write of its own.
   auto b = spawn(config("health", 1));
   auto first = route(b, envelope("health", "a"));
   auto second = route(b, envelope("health", "b"));
+  auto third = route(b, envelope("health", "c"));
   EXPECT_EQ(db->rows[first.work_id].state, "running");
   EXPECT_EQ(db->rows[first.work_id].item.attempts, 1);
-  EXPECT_EQ(db->rows[second.work_id].state, "queued") << "no slot for it";
-  advance(200ms); // the first session ends, the second starts
-  advance(200ms); // and ends
+  EXPECT_EQ(db->rows[second.work_id].state, "running") << "a slot soon";
+  EXPECT_EQ(db->rows[second.work_id].item.attempts, 1);
+  EXPECT_EQ(db->rows[third.work_id].state, "queued") << "no slot soon";
+  EXPECT_EQ(status(b).active, 1u) << "still one session at a time";
+  for (int i = 0; i < 3; ++i)
+    advance(200ms); // each session ends, the next starts
   EXPECT_EQ(db->rows[first.work_id].state, "ok");
   EXPECT_EQ(db->rows[second.work_id].state, "ok");
-  // Only the one that waited for a slot was started by a write of its own.
+  EXPECT_EQ(db->rows[third.work_id].state, "ok");
   std::vector<std::string> starts;
   for (auto& op : db->ops)
     if (op.kind == work_op_kind::start)
       starts.push_back(op.item.work_id);
-  EXPECT_EQ(starts, std::vector<std::string>{second.work_id});
+  EXPECT_EQ(starts, std::vector<std::string>{third.work_id});
+  EXPECT_EQ(db->rows[second.work_id].item.attempts, 1) << "counted once";
 }
 
 TEST_F(Butler, StaleHolderCannotWriteItsResult) {
