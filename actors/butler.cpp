@@ -84,49 +84,49 @@ void write_outcome(butler_ptr self, session_outcome out) {
   op.error_class = out.response.status == "error" ? out.response.error_class
                                                   : std::string{};
   ++st.finishing;
-  self->request(st.writer, local_call, work_atom_v, std::move(op))
-    .then(
-      [self, out](const work_result& r) {
-        auto& st = self->state;
-        --st.finishing;
-        st.finishing_items.erase(out.work_id);
-        if (!r.ok) {
-          // Someone else holds the lease now: our result is void.
-          st.waiters.erase(out.work_id);
-          ++st.status.fenced;
-          st.fenced->inc();
-          spdlog::warn("butler {}: work {} result not written: lease lost",
-                       st.params.cfg.name, out.work_id);
-          return;
-        }
-        if (out.response.status == "ok")
-          ++st.status.succeeded;
-        else
-          ++st.status.failed;
-        if (st.params.listener)
-          caf::anon_send(st.params.listener, done_atom_v, out.response);
-        auto w = st.waiters.find(out.work_id);
-        if (w != st.waiters.end()) {
-          for (auto& hdl : w->second)
-            caf::anon_send(hdl, done_atom_v, out.response);
-          st.waiters.erase(w);
-        } else if (st.session.runtime.kind != "delivery") {
-          // Recovered here after its holder died: whoever dispatched it is
-          // not known, so tell this node's switchboard (it ignores requests
-          // it does not track).
-          if (auto sb = st.ctx->switchboard())
-            caf::anon_send(sb, done_atom_v, out.response);
-        }
-      },
-      [self, out](const caf::error& err) {
-        // Still open in the database: the lease expires and recovery runs
-        // the item again (at-least-once).
-        --self->state.finishing;
-        self->state.finishing_items.erase(out.work_id);
-        spdlog::warn("butler {}: work {} result not written: {}",
-                     self->state.params.cfg.name, out.work_id,
-                     self->system().render(err));
-      });
+  st.writes.work(
+    self, std::move(op),
+    [self, out](const work_result& r) {
+      auto& st = self->state;
+      --st.finishing;
+      st.finishing_items.erase(out.work_id);
+      if (!r.ok) {
+        // Someone else holds the lease now: our result is void.
+        st.waiters.erase(out.work_id);
+        ++st.status.fenced;
+        st.fenced->inc();
+        spdlog::warn("butler {}: work {} result not written: lease lost",
+                     st.params.cfg.name, out.work_id);
+        return;
+      }
+      if (out.response.status == "ok")
+        ++st.status.succeeded;
+      else
+        ++st.status.failed;
+      if (st.params.listener)
+        caf::anon_send(st.params.listener, done_atom_v, out.response);
+      auto w = st.waiters.find(out.work_id);
+      if (w != st.waiters.end()) {
+        for (auto& hdl : w->second)
+          caf::anon_send(hdl, done_atom_v, out.response);
+        st.waiters.erase(w);
+      } else if (st.session.runtime.kind != "delivery") {
+        // Recovered here after its holder died: whoever dispatched it is
+        // not known, so tell this node's switchboard (it ignores requests
+        // it does not track).
+        if (auto sb = st.ctx->switchboard())
+          caf::anon_send(sb, done_atom_v, out.response);
+      }
+    },
+    [self, out](const caf::error& err) {
+      // Still open in the database: the lease expires and recovery runs
+      // the item again (at-least-once).
+      --self->state.finishing;
+      self->state.finishing_items.erase(out.work_id);
+      spdlog::warn("butler {}: work {} result not written: {}",
+                   self->state.params.cfg.name, out.work_id,
+                   self->system().render(err));
+    });
 }
 
 /// Hands a session's reply to the switchboard (→ messenger), then writes
@@ -209,22 +209,22 @@ void pump(butler_ptr self) {
     if (started)
       continue;
     auto op = op_for(work_op_kind::start, item, st.params.cfg.lease_s);
-    self->request(st.writer, local_call, work_atom_v, std::move(op))
-      .then(
-        [self, item](const work_result& r) {
-          if (r.ok)
-            return;
-          auto& st = self->state;
-          ++st.status.fenced;
-          st.fenced->inc();
-          auto i = st.running.find(item.work_id);
-          if (i != st.running.end())
-            self->send(i->second.session, cancel_atom_v);
-        },
-        [](const caf::error&) {
-          // The database is away; the session runs on under our lease, and
-          // its result write (fenced) decides.
-        });
+    st.writes.work(
+      self, std::move(op),
+      [self, item](const work_result& r) {
+        if (r.ok)
+          return;
+        auto& st = self->state;
+        ++st.status.fenced;
+        st.fenced->inc();
+        auto i = st.running.find(item.work_id);
+        if (i != st.running.end())
+          self->send(i->second.session, cancel_atom_v);
+      },
+      [](const caf::error&) {
+        // The database is away; the session runs on under our lease, and
+        // its result write (fenced) decides.
+      });
   }
   update_gauges(self);
 }
@@ -380,53 +380,53 @@ void store(butler_ptr self, route_request& req, route_envelope env,
   auto started = op.start;
   ++st.appending;
   update_gauges(self);
-  self->request(st.writer, local_call, work_atom_v, std::move(op))
-    .then(
-      [self, reply, env, t0, reply_to, started](work_result& r) mutable {
-        auto& st = self->state;
-        --st.appending;
-        route_response resp;
-        resp.request_id = env.request_id;
-        resp.subrequest_id = env.subrequest_id;
-        resp.segment_id = env.segment_id;
-        if (!r.ok || r.items.empty()) {
-          reply(reject(self, env.request_id, "internal_error",
-                       "the work item could not be stored", false));
-          update_gauges(self);
-          return;
-        }
-        auto& stored = r.items.front();
-        resp.status = "accepted";
-        resp.work_id = stored.work_id;
-        resp.duplicate = r.duplicate;
-        resp.duration_ms = ms_since(t0);
-        st.accept_latency->observe(resp.duration_ms);
-        if (reply_to)
-          watch(self, stored.work_id, r, reply_to);
-        if (!r.duplicate) {
-          ++st.status.accepted;
-          st.accepted->inc();
-          held_item held{std::move(stored),
-                         std::move(env),
-                         std::chrono::steady_clock::now(),
-                         {},
-                         started};
-          if (held.item.trigger_source == "thread")
-            held.steer.observer = reply_to;
-          st.pending.push_back(std::move(held));
-          pump(self);
-        }
+  st.writes.work(
+    self, std::move(op),
+    [self, reply, env, t0, reply_to, started](work_result& r) mutable {
+      auto& st = self->state;
+      --st.appending;
+      route_response resp;
+      resp.request_id = env.request_id;
+      resp.subrequest_id = env.subrequest_id;
+      resp.segment_id = env.segment_id;
+      if (!r.ok || r.items.empty()) {
+        reply(reject(self, env.request_id, "internal_error",
+                     "the work item could not be stored", false));
         update_gauges(self);
-        reply(std::move(resp));
-      },
-      [self, reply, env](const caf::error& err) mutable {
-        auto& st = self->state;
-        --st.appending;
-        update_gauges(self);
-        reply(reject(self, env.request_id, "target_unavailable",
-                     "work item not stored: " + self->system().render(err),
-                     true));
-      });
+        return;
+      }
+      auto& stored = r.items.front();
+      resp.status = "accepted";
+      resp.work_id = stored.work_id;
+      resp.duplicate = r.duplicate;
+      resp.duration_ms = ms_since(t0);
+      st.accept_latency->observe(resp.duration_ms);
+      if (reply_to)
+        watch(self, stored.work_id, r, reply_to);
+      if (!r.duplicate) {
+        ++st.status.accepted;
+        st.accepted->inc();
+        held_item held{std::move(stored),
+                       std::move(env),
+                       std::chrono::steady_clock::now(),
+                       {},
+                       started};
+        if (held.item.trigger_source == "thread")
+          held.steer.observer = reply_to;
+        st.pending.push_back(std::move(held));
+        pump(self);
+      }
+      update_gauges(self);
+      reply(std::move(resp));
+    },
+    [self, reply, env](const caf::error& err) mutable {
+      auto& st = self->state;
+      --st.appending;
+      update_gauges(self);
+      reply(reject(self, env.request_id, "target_unavailable",
+                   "work item not stored: " + self->system().render(err),
+                   true));
+    });
 }
 
 caf::result<route_response> accept(butler_ptr self, route_request& req) {
@@ -476,36 +476,34 @@ void tick(butler_ptr self) {
     held.push_back(std::move(item));
   }
   for (auto& item : held) {
-    self
-      ->request(st.writer, local_call, work_atom_v,
-                op_for(work_op_kind::renew, item, cfg.lease_s))
-      .then(
-        [self, item](const work_result& r) {
-          if (r.ok)
-            return;
-          auto& st = self->state;
-          auto still_held = st.holds(item.work_id)
-                            || st.finishing_items.count(item.work_id) > 0;
-          if (!still_held)
-            return; // finished meanwhile: its result is written
-          // Lost to another holder: stop working on it.
-          ++st.status.fenced;
-          st.fenced->inc();
-          st.waiters.erase(item.work_id);
-          auto& q = st.pending;
-          q.erase(std::remove_if(q.begin(), q.end(),
-                                 [&](const held_item& h) {
-                                   return h.item.work_id == item.work_id;
-                                 }),
-                  q.end());
-          auto i = st.running.find(item.work_id);
-          if (i != st.running.end())
-            self->send(i->second.session, cancel_atom_v);
-          update_gauges(self);
-        },
-        [](const caf::error&) {
-          // Database away: the next tick renews again.
-        });
+    st.writes.work(
+      self, op_for(work_op_kind::renew, item, cfg.lease_s),
+      [self, item](const work_result& r) {
+        if (r.ok)
+          return;
+        auto& st = self->state;
+        auto still_held = st.holds(item.work_id)
+                          || st.finishing_items.count(item.work_id) > 0;
+        if (!still_held)
+          return; // finished meanwhile: its result is written
+        // Lost to another holder: stop working on it.
+        ++st.status.fenced;
+        st.fenced->inc();
+        st.waiters.erase(item.work_id);
+        auto& q = st.pending;
+        q.erase(std::remove_if(q.begin(), q.end(),
+                               [&](const held_item& h) {
+                                 return h.item.work_id == item.work_id;
+                               }),
+                q.end());
+        auto i = st.running.find(item.work_id);
+        if (i != st.running.end())
+          self->send(i->second.session, cancel_atom_v);
+        update_gauges(self);
+      },
+      [](const caf::error&) {
+        // Database away: the next tick renews again.
+      });
   }
   auto room = static_cast<int64_t>(cfg.max_pending)
               + cfg.max_concurrent_sessions
@@ -520,47 +518,47 @@ void tick(butler_ptr self) {
     op.limit = static_cast<uint32_t>(room);
     op.owner = st.owner;
     op.own = !st.recovered_own;
-    self->request(st.writer, local_call, work_atom_v, std::move(op))
-      .then(
-        [self](work_result& r) {
-          auto& st = self->state;
-          st.leasing = false;
-          if (!r.ok)
-            return; // the statement failed: try again next tick
-          st.recovered_own = true;
-          for (auto& item : r.items) {
-            route_envelope env;
-            if (auto bad = parse_route(item.envelope, env)) {
-              // Stored envelopes were validated on accept; one that no
-              // longer parses (schema changed) ends as a validation error.
-              session_outcome out;
-              out.work_id = item.work_id;
-              out.lease_token = item.lease_token;
-              out.state = "error";
-              out.response = make_error_response(item.request_id,
-                                                 bad->error_class, bad->message,
-                                                 false);
-              out.response.work_id = item.work_id;
-              out.response.subrequest_id = item.subrequest_id;
-              out.response.segment_id = item.segment_id;
-              write_outcome(self, std::move(out));
-              continue;
-            }
-            ++st.status.recovered;
-            st.recovered->inc();
-            spdlog::info("butler {}: recovered work {} (attempts {})",
-                         st.params.cfg.name, item.work_id, item.attempts);
-            st.pending.push_back(held_item{std::move(item),
-                                           std::move(env),
-                                           std::chrono::steady_clock::now(),
-                                           {}});
+    st.writes.work(
+      self, std::move(op),
+      [self](work_result& r) {
+        auto& st = self->state;
+        st.leasing = false;
+        if (!r.ok)
+          return; // the statement failed: try again next tick
+        st.recovered_own = true;
+        for (auto& item : r.items) {
+          route_envelope env;
+          if (auto bad = parse_route(item.envelope, env)) {
+            // Stored envelopes were validated on accept; one that no
+            // longer parses (schema changed) ends as a validation error.
+            session_outcome out;
+            out.work_id = item.work_id;
+            out.lease_token = item.lease_token;
+            out.state = "error";
+            out.response = make_error_response(item.request_id,
+                                               bad->error_class, bad->message,
+                                               false);
+            out.response.work_id = item.work_id;
+            out.response.subrequest_id = item.subrequest_id;
+            out.response.segment_id = item.segment_id;
+            write_outcome(self, std::move(out));
+            continue;
           }
-          pump(self);
-        },
-        [self](const caf::error&) {
-          // Database away: the next tick tries again.
-          self->state.leasing = false;
-        });
+          ++st.status.recovered;
+          st.recovered->inc();
+          spdlog::info("butler {}: recovered work {} (attempts {})",
+                       st.params.cfg.name, item.work_id, item.attempts);
+          st.pending.push_back(held_item{std::move(item),
+                                         std::move(env),
+                                         std::chrono::steady_clock::now(),
+                                         {}});
+        }
+        pump(self);
+      },
+      [self](const caf::error&) {
+        // Database away: the next tick tries again.
+        self->state.leasing = false;
+      });
   }
   pump(self);
 }
@@ -652,6 +650,7 @@ butler_actor::behavior_type butler(
   auto& st = self->state;
   st.params = std::move(params);
   st.writer = std::move(writer);
+  st.writes.set_writer(st.writer);
   st.ctx = std::move(ctx);
   auto& cfg = st.params.cfg;
   st.owner = st.params.node + "/" + make_uuid_v7().to_string();

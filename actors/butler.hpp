@@ -15,6 +15,7 @@
 
 #include "actors/interfaces.hpp"
 #include "actors/session.hpp"
+#include "actors/writer_client.hpp"
 #include "runtime/config.hpp"
 #include "runtime/cron.hpp"
 #include "runtime/node_status.hpp"
@@ -62,6 +63,8 @@ struct butler_state {
   static inline const char* name = "butler";
   butler_params params;
   inbox_writer_actor writer;
+  /// Work-item writes go out through this (few requests).
+  writer_client writes;
   node_context_ptr ctx;
   session_params session;
   /// Leased items waiting for a slot (bounded by max_pending together with

@@ -411,15 +411,13 @@ std::pair<write_batch*, batch_waiters*> lane_tail(writer_ptr self,
   return {&lane.pending.back(), &lane.waiters.back()};
 }
 
-template<class Reply, class Item, class Waiter>
-caf::result<Reply> submit(writer_ptr self,
-                          std::vector<Item> write_batch::*items,
-                          std::vector<Waiter> batch_waiters::*waiters,
-                          Item item) {
+/// Queues `item` where it goes (a work-item append with the appends, every
+/// other write at the tail of its key's lane) with `waiter` to answer.
+template<class Item, class Waiter>
+void place(writer_ptr self, std::vector<Item> write_batch::*items,
+           std::vector<Waiter> batch_waiters::*waiters, Item item,
+           Waiter waiter) {
   auto& st = self->state;
-  if (!any_up(self))
-    return unavailable(self, 1);
-  auto rp = self->make_response_promise<Reply>();
   write_batch* batch;
   batch_waiters* waiting;
   if constexpr (std::is_same_v<Item, work_op>) {
@@ -433,8 +431,51 @@ caf::result<Reply> submit(writer_ptr self,
     std::tie(batch, waiting) = lane_tail(self, key_of(item));
   }
   (batch->*items).push_back(std::move(item));
-  (waiting->*waiters).push_back(rp);
+  (waiting->*waiters).push_back(std::move(waiter));
   schedule_flush(self, *batch);
+}
+
+template<class Reply, class Item, class Waiter>
+caf::result<Reply> submit(writer_ptr self,
+                          std::vector<Item> write_batch::*items,
+                          std::vector<Waiter> batch_waiters::*waiters,
+                          Item item) {
+  if (!any_up(self))
+    return unavailable(self, 1);
+  auto rp = self->make_response_promise<Reply>();
+  place(self, items, waiters, std::move(item), Waiter{rp});
+  return rp;
+}
+
+/// Every write of `req` placed as it would be alone; one reply for all.
+caf::result<write_reply> submit_request(writer_ptr self, write_request& req) {
+  auto total = req.named.size() + req.work.size() + req.completions.size();
+  if (!any_up(self))
+    return unavailable(self, total);
+  auto many = std::make_shared<write_request_reply>();
+  many->rp = self->make_response_promise<write_reply>();
+  auto& r = many->reply;
+  r.named.resize(req.named.size());
+  r.work.resize(req.work.size());
+  r.completions.resize(req.completions.size());
+  r.errors.assign(total, 0);
+  r.error_messages.resize(total);
+  many->left = total;
+  if (total == 0) {
+    many->rp.deliver(std::move(r));
+    return many->rp;
+  }
+  auto rp = many->rp;
+  size_t e = 0;
+  for (size_t i = 0; i < req.named.size(); ++i)
+    place(self, &write_batch::named, &batch_waiters::named,
+          std::move(req.named[i]), write_waiter<named_result>{many, i, e++});
+  for (size_t i = 0; i < req.work.size(); ++i)
+    place(self, &write_batch::work, &batch_waiters::work,
+          std::move(req.work[i]), write_waiter<work_result>{many, i, e++});
+  for (size_t i = 0; i < req.completions.size(); ++i)
+    place(self, &write_batch::completions, &batch_waiters::completions,
+          std::move(req.completions[i]), write_waiter<bool>{many, i, e++});
   return rp;
 }
 
@@ -554,6 +595,9 @@ inbox_writer_actor::behavior_type inbox_writer_with(
     [self](exec_atom, named_statement& x) -> caf::result<named_result> {
       return submit<named_result>(self, &write_batch::named,
                                   &batch_waiters::named, std::move(x));
+    },
+    [self](exec_atom, write_request& req) -> caf::result<write_reply> {
+      return submit_request(self, req);
     },
     [self](flush_atom) {
       dispatch(self);

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <caf/actor_clock.hpp>
@@ -15,6 +16,7 @@
 
 #include "actors/interfaces.hpp"
 #include "runtime/config.hpp"
+#include "runtime/error.hpp"
 #include "runtime/node_status.hpp"
 
 namespace butlers {
@@ -48,13 +50,73 @@ struct append_waiter {
   void deliver(const caf::error& err);
 };
 
+/// The reply to a `write_request`: filled in as its writes commit (they may
+/// span lanes and batches), delivered when the last one has.
+struct write_request_reply {
+  caf::typed_response_promise<write_reply> rp;
+  write_reply reply;
+  size_t left = 0;
+
+  void settle() {
+    if (--left == 0)
+      rp.deliver(std::move(reply));
+  }
+};
+
+/// Who waits for one lifecycle or routing write: a caller of that write
+/// alone, or a place in a `write_request`'s reply (`index` in the vector of
+/// its kind, `error_index` in `errors`).
+template<class T>
+struct write_waiter {
+  caf::typed_response_promise<T> one;
+  std::shared_ptr<write_request_reply> many;
+  size_t index = 0;
+  size_t error_index = 0;
+
+  write_waiter() = default;
+  write_waiter(caf::typed_response_promise<T> rp) : one(std::move(rp)) {
+    // nop
+  }
+  write_waiter(std::shared_ptr<write_request_reply> m, size_t i, size_t e)
+    : many(std::move(m)), index(i), error_index(e) {
+    // nop
+  }
+
+  void deliver(T x) {
+    if (!many) {
+      one.deliver(std::move(x));
+      return;
+    }
+    if constexpr (std::is_same_v<T, named_result>)
+      many->reply.named[index] = std::move(x);
+    else if constexpr (std::is_same_v<T, work_result>)
+      many->reply.work[index] = std::move(x);
+    else
+      many->reply.completions[index] = x;
+    many->settle();
+  }
+
+  void deliver(const caf::error& err) {
+    if (!many) {
+      one.deliver(err);
+      return;
+    }
+    auto code = static_cast<uint8_t>(code_of(err));
+    many->reply.errors[error_index] = code != 0 ? code
+                                                : static_cast<uint8_t>(
+                                                  butlers_errc::internal_error);
+    many->reply.error_messages[error_index] = message_of(err);
+    many->settle();
+  }
+};
+
 /// Who waits for the elements of one batch, in the batch's order.
 struct batch_waiters {
   std::vector<append_waiter> appends;
   std::vector<caf::typed_response_promise<claim_result>> claims;
-  std::vector<caf::typed_response_promise<bool>> completions;
-  std::vector<caf::typed_response_promise<work_result>> work;
-  std::vector<caf::typed_response_promise<named_result>> named;
+  std::vector<write_waiter<bool>> completions;
+  std::vector<write_waiter<work_result>> work;
+  std::vector<write_waiter<named_result>> named;
 };
 
 /// Lifecycle and routing writes of one lane: those whose key (request,

@@ -71,6 +71,10 @@ using inbox_writer_actor = caf::typed_actor<
   caf::replies_to<work_atom, work_op>::with<work_result>,
   /// Runs a named statement (routing tables) in the next group commit.
   caf::replies_to<exec_atom, named_statement>::with<named_result>,
+  /// Many of the writes above from one actor in one request, each placed
+  /// as it would be alone; answered once all have committed or failed (see
+  /// `actors/writer_client.hpp`).
+  caf::replies_to<exec_atom, write_request>::with<write_reply>,
   /// INTERNAL: dispatches pending work (queued behind current messages).
   caf::reacts_to<flush_atom>,
   /// INTERNAL: connection `index` went up (true) or down (false, reason).

@@ -92,12 +92,11 @@ void observe_circuit(switchboard_ptr self, const std::string& butler) {
 /// state it records is rebuilt from the plan on recovery).
 void write(switchboard_ptr self, named_statement st) {
   auto query = st.query;
-  self->request(self->state.writer, local_call, exec_atom_v, std::move(st))
-    .then([](const named_result&) {},
-          [query](const caf::error& err) {
-            spdlog::warn("switchboard: {} not written: {}", query,
-                         to_string(err));
-          });
+  self->state.writes.exec(
+    self, std::move(st), [](named_result&) {},
+    [query](const caf::error& err) {
+      spdlog::warn("switchboard: {} not written: {}", query, to_string(err));
+    });
 }
 
 void persist_segment(switchboard_ptr self, const std::string& request_id,
@@ -491,48 +490,48 @@ void finish(switchboard_ptr self, const std::string& id) {
   uint32_t attempts = 0;
   for (auto& x : rq.fo.segments)
     attempts += x.attempts;
-  self->request(st.writer, local_call, complete_atom_v, std::move(done))
-    .then(
-      [self, id, v, reply, ctx, attempts](bool applied) {
-        auto& st = self->state;
-        st.requests.erase(id);
-        st.in_progress->set(static_cast<int64_t>(st.requests.size()));
-        if (!applied) {
-          st.lease_lost->inc();
-        } else if (v.state == "parsed") {
-          st.lifecycle_parsed->inc();
-        } else {
-          st.lifecycle_errored->inc();
-          route_envelope env;
-          env.request_id = ctx.request_id;
-          env.received_at = rfc3339_utc(ctx.received_at_us);
-          env.source_channel = ctx.source_channel;
-          env.source_endpoint_identity = ctx.source_endpoint_identity;
-          env.source_sender_identity = ctx.source_sender_identity;
-          env.source_thread_identity = ctx.source_thread_identity;
-          hand_to_messenger(self,
-                            make_notify_json(env, "switchboard", reply,
-                                             "error:" + ctx.request_id + ":"
-                                               + std::to_string(attempts)),
-                            [id](const route_response& r) {
-                              if (r.status == "error")
-                                spdlog::warn("request {}: error reply not "
-                                             "delivered: {}",
-                                             id, r.error_message);
-                            });
-        }
-        pump(self);
-      },
-      [self, id](const caf::error& err) {
-        // Still 'progress': the lease expires and the cold path plans the
-        // request again from what is stored.
-        auto& st = self->state;
-        spdlog::warn("request {}: terminal state not written: {}", id,
-                     to_string(err));
-        st.requests.erase(id);
-        st.in_progress->set(static_cast<int64_t>(st.requests.size()));
-        pump(self);
-      });
+  st.writes.complete(
+    self, std::move(done),
+    [self, id, v, reply, ctx, attempts](bool applied) {
+      auto& st = self->state;
+      st.requests.erase(id);
+      st.in_progress->set(static_cast<int64_t>(st.requests.size()));
+      if (!applied) {
+        st.lease_lost->inc();
+      } else if (v.state == "parsed") {
+        st.lifecycle_parsed->inc();
+      } else {
+        st.lifecycle_errored->inc();
+        route_envelope env;
+        env.request_id = ctx.request_id;
+        env.received_at = rfc3339_utc(ctx.received_at_us);
+        env.source_channel = ctx.source_channel;
+        env.source_endpoint_identity = ctx.source_endpoint_identity;
+        env.source_sender_identity = ctx.source_sender_identity;
+        env.source_thread_identity = ctx.source_thread_identity;
+        hand_to_messenger(self,
+                          make_notify_json(env, "switchboard", reply,
+                                           "error:" + ctx.request_id + ":"
+                                             + std::to_string(attempts)),
+                          [id](const route_response& r) {
+                            if (r.status == "error")
+                              spdlog::warn("request {}: error reply not "
+                                           "delivered: {}",
+                                           id, r.error_message);
+                          });
+      }
+      pump(self);
+    },
+    [self, id](const caf::error& err) {
+      // Still 'progress': the lease expires and the cold path plans the
+      // request again from what is stored.
+      auto& st = self->state;
+      spdlog::warn("request {}: terminal state not written: {}", id,
+                   to_string(err));
+      st.requests.erase(id);
+      st.in_progress->set(static_cast<int64_t>(st.requests.size()));
+      pump(self);
+    });
 }
 
 void advance(switchboard_ptr self, const std::string& id) {

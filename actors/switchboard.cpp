@@ -319,6 +319,7 @@ switchboard_actor::behavior_type switchboard(switchboard_ptr self,
   st.cfg = std::move(cfg);
   st.routing = std::move(routing);
   st.writer = std::move(writer);
+  st.writes.set_writer(st.writer);
   st.ctx = std::move(ctx);
   auto& m = st.ctx->metrics;
   st.received = &m.get_counter("butlers_switchboard_message_received",

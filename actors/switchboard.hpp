@@ -16,6 +16,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/interfaces.hpp"
+#include "actors/writer_client.hpp"
 #include "runtime/config.hpp"
 #include "runtime/fanout.hpp"
 #include "runtime/node_status.hpp"
@@ -79,6 +80,8 @@ struct switchboard_state {
   switchboard_config cfg;
   node_context_ptr ctx;
   inbox_writer_actor writer;
+  /// Routing writes and completions go out through this (few requests).
+  writer_client writes;
   /// Ingest requests waiting for their commit (bounded by max_in_flight).
   uint32_t in_flight = 0;
   /// The hot path: stored, not yet claimed (bounded by queue_capacity).

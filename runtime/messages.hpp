@@ -321,6 +321,39 @@ typename Inspector::result_type inspect(Inspector& f, write_result& x) {
            x.completions, x.work, x.named);
 }
 
+/// Writes one actor hands the inbox writer in one request (see
+/// `actors/writer_client.hpp`); each goes where it would have gone alone.
+struct write_request {
+  std::vector<named_statement> named;
+  std::vector<work_op> work;
+  std::vector<completion> completions;
+};
+
+template<class Inspector>
+typename Inspector::result_type inspect(Inspector& f, write_request& x) {
+  return f(caf::meta::type_name("write_request"), x.named, x.work,
+           x.completions);
+}
+
+/// The answer to a `write_request`, once every write in it has committed or
+/// failed: results in the request's order. `errors` has one code per write
+/// (named first, then work, then completions): 0 where the write answered,
+/// else the `butlers_errc` it failed with (its result is then default),
+/// explained by the `error_messages` entry at the same place.
+struct write_reply {
+  std::vector<named_result> named;
+  std::vector<work_result> work;
+  std::vector<bool> completions;
+  std::vector<uint8_t> errors;
+  std::vector<std::string> error_messages;
+};
+
+template<class Inspector>
+typename Inspector::result_type inspect(Inspector& f, write_reply& x) {
+  return f(caf::meta::type_name("write_reply"), x.named, x.work, x.completions,
+           x.errors, x.error_messages);
+}
+
 /// What a runtime adapter produced for one session.
 struct adapter_result {
   bool ok = false;

@@ -15,6 +15,7 @@
 #include "actors/butler.hpp"
 #include "runtime/uuid.hpp"
 #include "test/support/deterministic.hpp"
+#include "test/support/write_request.hpp"
 
 namespace butlers {
 namespace {
@@ -45,6 +46,63 @@ struct route_inbox {
   }
 };
 
+/// One work op against the stand-in table, as the real statements do.
+caf::expected<work_result> apply(route_inbox* db, work_op& op) {
+  db->ops.push_back(op);
+  work_result r;
+  auto& it = op.item;
+  switch (op.kind) {
+    case work_op_kind::append: {
+      if (db->down)
+        return caf::error{butlers_errc::database_unavailable, "down"};
+      for (auto& [id, row] : db->rows)
+        if (row.item.butler == it.butler && row.item.request_id == it.request_id
+            && row.item.segment_id == it.segment_id) {
+          r.ok = true;
+          r.duplicate = true;
+          r.items.push_back(row.item);
+          return r;
+        }
+      // As the real statement: an item whose session starts at once is
+      // stored running, its first attempt counted.
+      auto stored = it;
+      stored.lease_token = 1;
+      stored.attempts = op.start ? 1 : 0;
+      db->rows[it.work_id] = route_inbox::row{stored,
+                                              op.start ? "running" : "queued",
+                                              {},
+                                              {}};
+      r.ok = true;
+      r.state = op.start ? "running" : "queued";
+      r.items.push_back(stored);
+      return r;
+    }
+    case work_op_kind::lease:
+      r.ok = true;
+      for (auto& item : db->recoverable) {
+        db->rows[item.work_id] = route_inbox::row{item, "queued", {}, {}};
+        r.items.push_back(item);
+      }
+      db->recoverable.clear();
+      return r;
+    default: break;
+  }
+  auto i = db->rows.find(it.work_id);
+  if (i == db->rows.end() || i->second.item.lease_token != it.lease_token
+      || (i->second.state != "queued" && i->second.state != "running"))
+    return r; // fenced
+  r.ok = true;
+  if (op.kind == work_op_kind::start) {
+    i->second.state = "running";
+    r.attempts = ++i->second.item.attempts;
+  } else if (op.kind == work_op_kind::finish) {
+    i->second.state = op.state;
+    i->second.response = op.response;
+    i->second.error_class = op.error_class;
+  }
+  return r;
+}
+
 inbox_writer_actor::behavior_type fake_writer(inbox_writer_actor::pointer,
                                               std::shared_ptr<route_inbox> db) {
   return {
@@ -65,64 +123,26 @@ inbox_writer_actor::behavior_type fake_writer(inbox_writer_actor::pointer,
       return false;
     },
     [db](work_atom, work_op& op) -> caf::result<work_result> {
-      db->ops.push_back(op);
-      work_result r;
-      auto& it = op.item;
-      switch (op.kind) {
-        case work_op_kind::append: {
-          if (db->down)
-            return caf::error{butlers_errc::database_unavailable, "down"};
-          for (auto& [id, row] : db->rows)
-            if (row.item.butler == it.butler
-                && row.item.request_id == it.request_id
-                && row.item.segment_id == it.segment_id) {
-              r.ok = true;
-              r.duplicate = true;
-              r.items.push_back(row.item);
-              return r;
-            }
-          // As the real statement: an item whose session starts at once is
-          // stored running, its first attempt counted.
-          auto stored = it;
-          stored.lease_token = 1;
-          stored.attempts = op.start ? 1 : 0;
-          db->rows[it.work_id] = route_inbox::row{stored,
-                                                  op.start ? "running"
-                                                           : "queued",
-                                                  {},
-                                                  {}};
-          r.ok = true;
-          r.state = op.start ? "running" : "queued";
-          r.items.push_back(stored);
-          return r;
-        }
-        case work_op_kind::lease:
-          r.ok = true;
-          for (auto& item : db->recoverable) {
-            db->rows[item.work_id] = route_inbox::row{item, "queued", {}, {}};
-            r.items.push_back(item);
-          }
-          db->recoverable.clear();
-          return r;
-        default: break;
-      }
-      auto i = db->rows.find(it.work_id);
-      if (i == db->rows.end() || i->second.item.lease_token != it.lease_token
-          || (i->second.state != "queued" && i->second.state != "running"))
-        return r; // fenced
-      r.ok = true;
-      if (op.kind == work_op_kind::start) {
-        i->second.state = "running";
-        r.attempts = ++i->second.item.attempts;
-      } else if (op.kind == work_op_kind::finish) {
-        i->second.state = op.state;
-        i->second.response = op.response;
-        i->second.error_class = op.error_class;
-      }
-      return r;
+      auto r = apply(db.get(), op);
+      if (!r)
+        return r.error();
+      return std::move(*r);
     },
     [](exec_atom, named_statement&) {
       return named_result{};
+    },
+    [db](exec_atom, write_request& req) {
+      return test::answer_each(
+        req,
+        [](named_statement&) -> caf::expected<named_result> {
+          return named_result{};
+        },
+        [&db](work_op& op) {
+          return apply(db.get(), op);
+        },
+        [](completion&) -> caf::expected<bool> {
+          return false;
+        });
     },
     [](flush_atom) {},
     [](link_atom, uint32_t, bool, const std::string&) {},

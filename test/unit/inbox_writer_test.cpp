@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string_view>
 #include <variant>
 #include <vector>
@@ -39,6 +40,10 @@ write_result success(const write_batch& b) {
   for (size_t i = 0; i < b.claims.size(); ++i)
     r.claims.push_back(claim_result{true, 1, {}});
   r.completions.assign(b.completions.size(), true);
+  for (auto& x : b.named)
+    r.named.push_back(named_result{true, {{x.query}}});
+  for (size_t i = 0; i < b.work.size(); ++i)
+    r.work.push_back(work_result{true, false, 1, {}, {}, {}});
   return r;
 }
 
@@ -307,6 +312,68 @@ TEST_F(InboxWriter, ALanesWritesGoInBatchesOfMaxBatchInSubmissionOrder) {
   EXPECT_EQ(first.held[0].first.named.size(), 1u);
   EXPECT_TRUE(first.held[0].first.claims.empty());
   EXPECT_TRUE(scripts[1]->batch_sizes.empty()) << "one lane, one connection";
+}
+
+TEST_F(InboxWriter, AWriteRequestIsAnsweredOnceWhenItsLastWriteCommitted) {
+  lanes = 2;
+  start(256, 3);
+  // Writes of two requests (two lanes) in one request, while lane 0 has a
+  // batch out: each is placed as if it came alone.
+  claim(0);
+  sched.run();
+  write_request req;
+  req.named.push_back(named_statement{"fanout_segment_update", {"id-1"}});
+  req.named.push_back(named_statement{"fanout_plan_store", {"id-2"}});
+  completion c;
+  c.ref = inbox_ref{"id-1", 0};
+  c.state = "parsed";
+  req.completions.push_back(c);
+  self->send(writer, exec_atom_v, std::move(req));
+  sched.run();
+  // Commit whatever is out, round by round, until the reply arrives.
+  std::optional<write_reply> reply;
+  for (int round = 0; round < 4 && !reply; ++round) {
+    for (auto& conn : connections)
+      self->send(conn, connect_atom_v);
+    sched.run();
+    self->receive(
+      [&](write_reply& r) {
+        reply = std::move(r);
+      },
+      [&](claim_result&) {}, caf::after(0s) >> [] {});
+  }
+  ASSERT_TRUE(reply) << "answered once everything committed";
+  EXPECT_EQ(reply->errors, (std::vector<uint8_t>{0, 0, 0}));
+  ASSERT_EQ(reply->named.size(), 2u);
+  EXPECT_EQ(reply->named[0].rows[0][0], "fanout_segment_update");
+  EXPECT_EQ(reply->named[1].rows[0][0], "fanout_plan_store");
+  EXPECT_EQ(reply->completions, (std::vector<bool>{true}));
+}
+
+TEST_F(InboxWriter, AWriteRequestCarriesEachWritesFailure) {
+  start(256, 1);
+  write_request req;
+  req.named.push_back(named_statement{"fanout_segment_update", {"id-1"}});
+  work_op op;
+  op.kind = work_op_kind::finish;
+  op.item.work_id = "w-1";
+  req.work.push_back(op);
+  self->send(writer, exec_atom_v, std::move(req));
+  sched.run();
+  // The connection is lost with the batch out: every write fails, each
+  // with its code, in one reply.
+  self->send(connection, caf::tick_atom_v);
+  sched.run();
+  std::optional<write_reply> reply;
+  self->receive(
+    [&](write_reply& r) {
+      reply = std::move(r);
+    },
+    caf::after(0s) >> [] {});
+  ASSERT_TRUE(reply);
+  auto unavailable = static_cast<uint8_t>(butlers_errc::database_unavailable);
+  EXPECT_EQ(reply->errors, (std::vector<uint8_t>{unavailable, unavailable}));
+  EXPECT_FALSE(reply->error_messages[0].empty());
 }
 
 TEST_F(InboxWriter, ABatchOfRecordsSpansFlushesAndIsAnsweredOnceInOrder) {

@@ -17,6 +17,7 @@
 #include "runtime/json.hpp"
 #include "runtime/uuid.hpp"
 #include "test/support/deterministic.hpp"
+#include "test/support/write_request.hpp"
 
 namespace butlers {
 namespace {
@@ -53,6 +54,33 @@ struct writer_script {
 
 inbox_writer_actor::behavior_type fake_writer(
   inbox_writer_actor::pointer self, std::shared_ptr<writer_script> script) {
+  auto exec_one = [script](named_statement& st) {
+    if (st.query == "release_claim")
+      for (size_t i = 0; i < script->claims.size(); ++i)
+        if (script->claims[i].request_id == st.params.at(0))
+          script->claim_promises[i].deliver(claim_result{false, 0, {}});
+    if (st.query == "fanout_segment_update")
+      script->segment_updates.push_back(st.params.at(1) + " " + st.params.at(2)
+                                        + " " + st.params.at(3));
+    if (st.query == "fanout_plan_store") {
+      script->plans.push_back(st.params.at(0));
+      script->plan_segments.push_back(st.params.at(11));
+      // As the statement answers a new plan: its segments, pending, and
+      // whether their first dispatch is stored with the plan.
+      named_result out{true, {}};
+      rapidjson::Document segs;
+      if (json::parse(st.params.at(11), segs) || !segs.IsArray())
+        return named_result{};
+      for (auto& seg : segs.GetArray())
+        out.rows.push_back(
+          {st.params.at(6), seg["segment_id"].GetString(),
+           std::to_string(seg["ordinal"].GetInt()), seg["butler"].GetString(),
+           seg["prompt"].GetString(), "pending", "0", "0", "", "", "",
+           seg["dispatched"].GetBool() ? "true" : "false"});
+      return out;
+    }
+    return named_result{};
+  };
   return {
     [](status_atom) {
       return db_status{true, true, {}, 0, 0};
@@ -124,32 +152,22 @@ inbox_writer_actor::behavior_type fake_writer(
     // The test's hand on a held claim (inside the actor, where promises
     // are delivered): {"release_claim", {request_id}} answers it "held
     // elsewhere".
-    [script](exec_atom, named_statement& st) {
-      if (st.query == "release_claim")
-        for (size_t i = 0; i < script->claims.size(); ++i)
-          if (script->claims[i].request_id == st.params.at(0))
-            script->claim_promises[i].deliver(claim_result{false, 0, {}});
-      if (st.query == "fanout_segment_update")
-        script->segment_updates.push_back(
-          st.params.at(1) + " " + st.params.at(2) + " " + st.params.at(3));
-      if (st.query == "fanout_plan_store") {
-        script->plans.push_back(st.params.at(0));
-        script->plan_segments.push_back(st.params.at(11));
-        // As the statement answers a new plan: its segments, pending, and
-        // whether their first dispatch is stored with the plan.
-        named_result out{true, {}};
-        rapidjson::Document segs;
-        if (json::parse(st.params.at(11), segs) || !segs.IsArray())
-          return named_result{};
-        for (auto& seg : segs.GetArray())
-          out.rows.push_back(
-            {st.params.at(6), seg["segment_id"].GetString(),
-             std::to_string(seg["ordinal"].GetInt()), seg["butler"].GetString(),
-             seg["prompt"].GetString(), "pending", "0", "0", "", "", "",
-             seg["dispatched"].GetBool() ? "true" : "false"});
-        return out;
-      }
-      return named_result{};
+    [exec_one](exec_atom, named_statement& st) {
+      return exec_one(st);
+    },
+    [exec_one, script](exec_atom, write_request& req) {
+      return test::answer_each(
+        req,
+        [&](named_statement& st) -> caf::expected<named_result> {
+          return exec_one(st);
+        },
+        [](work_op&) -> caf::expected<work_result> {
+          return work_result{};
+        },
+        [&](completion& c) -> caf::expected<bool> {
+          script->completions.push_back(c);
+          return true;
+        });
     },
     [](link_atom, uint32_t, bool, const std::string&) {},
   };
