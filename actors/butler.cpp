@@ -166,6 +166,32 @@ void notify_then_write(butler_ptr self, session_outcome out,
       });
 }
 
+/// Stops the run of running item `r`: its session, or (a delivery without
+/// one) the run itself, which then ends as its session would have: with a
+/// timeout (retryable) or cancelled. The outcome of the delivery, should it
+/// still come, finds the item no longer running and is dropped.
+void stop_session(butler_ptr self, running_session& r, bool timed_out) {
+  if (r.session) {
+    if (timed_out)
+      self->send(r.session, caf::timeout_atom_v);
+    else
+      self->send(r.session, cancel_atom_v);
+    return;
+  }
+  adapter_result a;
+  a.error_class = timed_out ? "timeout" : "internal_error";
+  a.message = timed_out
+                ? "session exceeded session_timeout_s ("
+                    + std::to_string(self->state.params.cfg.session_timeout_s)
+                    + " s)"
+                : "cancelled";
+  a.retryable = timed_out;
+  auto out = delivery_outcome(r.held.item, r.held.env, r.started, a);
+  if (!timed_out)
+    out.state = "cancelled";
+  self->send(self, done_atom_v, std::move(out));
+}
+
 /// Starts sessions while a slot is free and items wait. The session starts
 /// at once, under the lease this butler holds (taken by the append, or by
 /// recovery); the `start` write (state 'running', one more attempt, lease
@@ -193,8 +219,12 @@ void pump(butler_ptr self) {
       continue;
     }
     auto me = caf::actor_cast<butler_actor>(self);
-    auto hdl = self->spawn<caf::linked>(session, st.session, held.item,
-                                        held.env, me, std::move(held.steer));
+    // The messenger's outbox deliveries run without a session actor.
+    session_actor hdl;
+    if (st.session.runtime.kind != "delivery"
+        || !deliver_without_session(st.session, held.item, held.env, me))
+      hdl = self->spawn<caf::linked>(session, st.session, held.item, held.env,
+                                     me, std::move(held.steer));
     auto item = held.item;
     auto started = held.started;
     st.running.emplace(item.work_id,
@@ -219,7 +249,7 @@ void pump(butler_ptr self) {
         st.fenced->inc();
         auto i = st.running.find(item.work_id);
         if (i != st.running.end())
-          self->send(i->second.session, cancel_atom_v);
+          stop_session(self, i->second, false);
       },
       [](const caf::error&) {
         // The database is away; the session runs on under our lease, and
@@ -498,7 +528,7 @@ void tick(butler_ptr self) {
                 q.end());
         auto i = st.running.find(item.work_id);
         if (i != st.running.end())
-          self->send(i->second.session, cancel_atom_v);
+          stop_session(self, i->second, false);
         update_gauges(self);
       },
       [](const caf::error&) {
@@ -721,7 +751,7 @@ butler_actor::behavior_type butler(
       auto& st = self->state;
       auto i = st.running.find(work_id);
       if (i != st.running.end()) {
-        self->send(i->second.session, cancel_atom_v);
+        stop_session(self, i->second, false);
         return true;
       }
       auto& q = st.pending;
@@ -795,7 +825,7 @@ butler_actor::behavior_type butler(
       auto next = caf::actor_clock::time_point::max();
       for (auto& [id, r] : st.running) {
         if (now >= r.timeout_at)
-          self->send(r.session, caf::timeout_atom_v);
+          stop_session(self, r, true);
         else
           next = std::min(next, r.timeout_at);
       }

@@ -1,6 +1,7 @@
 #include "actors/session.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <mutex>
 #include <variant>
 
@@ -274,11 +275,14 @@ adapter_result deliver_blocking(const delivery_plan& plan,
 }
 
 /// Outbox adapters only: each line is handed to its file's writer thread,
-/// and the last one to be synced reports to the session. Nothing blocks and
-/// no thread is woken per delivery beyond the writer's own batch.
-void deliver_to_outboxes(session_ptr self, delivery_plan plan) {
+/// and `done` gets the result once the last one is synced (on that thread).
+/// Nothing blocks and no thread is woken per delivery beyond the writer's
+/// own batch.
+void deliver_to_outboxes(delivery_plan plan, const std::string& notify,
+                         std::function<void(adapter_result)> done) {
   struct pending {
     delivery_plan plan;
+    std::function<void(adapter_result)> done;
     std::mutex mtx;
     std::vector<std::string> errors;
     size_t left = 0;
@@ -288,11 +292,11 @@ void deliver_to_outboxes(session_ptr self, delivery_plan plan) {
   p->errors.resize(plan.adapters.size());
   p->left = plan.adapters.size();
   p->plan = std::move(plan);
-  auto me = caf::actor_cast<session_actor>(self);
-  auto line = R"({"notify":)" + self->state.env.notify_request + "}";
+  p->done = std::move(done);
+  auto line = R"({"notify":)" + notify + "}";
   for (size_t i = 0; i < p->plan.adapters.size(); ++i) {
     auto& path = p->plan.adapters[i].path;
-    auto report = [p, i, me](std::string error, bool full = false) {
+    auto report = [p, i](std::string error, bool full = false) {
       std::unique_lock<std::mutex> guard{p->mtx};
       p->errors[i] = std::move(error);
       p->full = p->full || full;
@@ -309,8 +313,7 @@ void deliver_to_outboxes(session_ptr self, delivery_plan plan) {
         errors.erase(bad + 1, errors.end());
       // A full queue passes; a write that failed is not retried (as a
       // webhook's refusal is not).
-      caf::anon_send(me, done_atom_v,
-                     delivery_result(p->plan, errors, p->full));
+      p->done(delivery_result(p->plan, errors, p->full));
     };
     auto posted = append_outbox_line_async(path, line, report);
     if (posted == outbox_post::queued)
@@ -322,6 +325,13 @@ void deliver_to_outboxes(session_ptr self, delivery_plan plan) {
     else
       report(outbox_line_error(path, line));
   }
+}
+
+bool only_outboxes(const delivery_plan& plan) {
+  return std::all_of(plan.adapters.begin(), plan.adapters.end(),
+                     [](const delivery_adapter_config& ad) {
+                       return ad.kind == "outbox";
+                     });
 }
 
 void start_delivery(session_ptr self) {
@@ -338,12 +348,11 @@ void start_delivery(session_ptr self) {
     return;
   }
   auto plan = std::get<delivery_plan>(std::move(planned));
-  auto only_outboxes = std::all_of(plan.adapters.begin(), plan.adapters.end(),
-                                   [](const delivery_adapter_config& ad) {
-                                     return ad.kind == "outbox";
-                                   });
-  if (only_outboxes) {
-    deliver_to_outboxes(self, std::move(plan));
+  if (only_outboxes(plan)) {
+    deliver_to_outboxes(std::move(plan), st.env.notify_request,
+                        [me](adapter_result r) {
+                          caf::anon_send(me, done_atom_v, std::move(r));
+                        });
     return;
   }
   auto notify = st.env.notify_request;
@@ -419,6 +428,56 @@ void end_turn_after(session_ptr self, std::chrono::milliseconds length) {
 }
 
 } // namespace
+
+session_outcome delivery_outcome(const work_item& item,
+                                 const route_envelope& env,
+                                 std::chrono::steady_clock::time_point started,
+                                 adapter_result r) {
+  using ms = std::chrono::duration<double, std::milli>;
+  session_outcome out;
+  out.work_id = item.work_id;
+  out.lease_token = item.lease_token;
+  out.response.request_id = env.request_id;
+  out.response.subrequest_id = env.subrequest_id;
+  out.response.segment_id = env.segment_id;
+  out.response.work_id = item.work_id;
+  out.response.duration_ms = ms{std::chrono::steady_clock::now() - started}
+                               .count();
+  if (r.ok) {
+    out.response.status = "ok";
+    out.response.result = std::move(r.text);
+    out.state = "ok";
+  } else {
+    out.response.status = "error";
+    out.response.error_class = std::move(r.error_class);
+    out.response.error_message = std::move(r.message);
+    out.response.retryable = r.retryable;
+    out.state = "error";
+  }
+  return out;
+}
+
+bool deliver_without_session(const session_params& params,
+                             const work_item& item, const route_envelope& env,
+                             butler_actor butler) {
+  auto started = std::chrono::steady_clock::now();
+  auto planned = plan_delivery(params.adapters, env.notify_request);
+  if (auto* failed = std::get_if<adapter_result>(&planned)) {
+    caf::anon_send(butler, done_atom_v,
+                   delivery_outcome(item, env, started, std::move(*failed)));
+    return true;
+  }
+  auto& plan = std::get<delivery_plan>(planned);
+  if (!only_outboxes(plan))
+    return false;
+  deliver_to_outboxes(std::move(plan), env.notify_request,
+                      [item, env, started, butler](adapter_result r) {
+                        caf::anon_send(butler, done_atom_v,
+                                       delivery_outcome(item, env, started,
+                                                        std::move(r)));
+                      });
+  return true;
+}
 
 std::string cli_prompt(const std::string& butler, const route_envelope& env) {
   std::string out;

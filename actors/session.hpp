@@ -73,6 +73,24 @@ session_actor::behavior_type session(
   session_actor::stateful_pointer<session_state> self, session_params params,
   work_item item, route_envelope env, butler_actor butler, session_steer steer);
 
+/// A delivery's `session_outcome`, as its session would report it, from
+/// what its adapters did.
+session_outcome delivery_outcome(const work_item& item,
+                                 const route_envelope& env,
+                                 std::chrono::steady_clock::time_point started,
+                                 adapter_result r);
+
+/// The messenger's delivery of `item` when only outbox adapters serve its
+/// channel (or it is refused outright): no session actor, since nothing
+/// blocks, nothing can be steered and nothing needs a timer of its own
+/// (each session actor's start and end cost as much CPU as the delivery).
+/// The lines go to their files' writer threads and `butler` gets the
+/// `session_outcome` (done_atom) as from a session. Returns false, doing
+/// nothing, when a webhook serves the channel: then a session runs it.
+bool deliver_without_session(const session_params& params,
+                             const work_item& item, const route_envelope& env,
+                             butler_actor butler);
+
 /// The prompt a CLI runtime gets: the butler's role, the request context as
 /// data, and the user's text fenced as untrusted data (spec 001 §6.1).
 std::string cli_prompt(const std::string& butler, const route_envelope& env);

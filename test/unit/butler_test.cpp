@@ -3,8 +3,15 @@
 // implements the inbox writer's typed interface. Sessions run the scripted
 // runtime, whose turns are timers, so virtual time drives them too.
 
+#include <stdlib.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <caf/after.hpp>
@@ -15,6 +22,7 @@
 #include "actors/butler.hpp"
 #include "runtime/uuid.hpp"
 #include "test/support/deterministic.hpp"
+#include "test/support/poll.hpp"
 #include "test/support/write_request.hpp"
 
 namespace butlers {
@@ -526,6 +534,74 @@ TEST_F(Butler, SchedulesStartSessionsWithTriggerSourceSchedule) {
   auto& row = db->rows.begin()->second;
   EXPECT_EQ(row.item.trigger_source, "schedule");
   EXPECT_EQ(row.item.segment_id, "schedule:digest");
+}
+
+/// A delivery to the messenger, as the switchboard wraps a reply.
+std::string delivery(const std::string& channel) {
+  route_envelope env;
+  env.request_id = make_uuid_v7().to_string();
+  env.received_at = "2026-11-23T04:00:00Z";
+  env.source_channel = channel;
+  env.source_endpoint_identity = "tests";
+  env.source_sender_identity = "user-1";
+  auto notify = make_notify_json(env, "health", "your reply", "work-1");
+  std::string out;
+  EXPECT_FALSE(make_delivery_route(notify, make_uuid_v7().to_string(), 0, out));
+  return out;
+}
+
+TEST_F(Butler, AnOutboxDeliveryRunsWithoutASessionAndIsWrittenOnce) {
+  char dir[] = "/tmp/butlers-messenger-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  messenger_config m;
+  delivery_adapter_config outbox;
+  outbox.kind = "outbox";
+  outbox.path = std::string{dir} + "/outbox.jsonl";
+  m.adapters.push_back(outbox);
+  butler_params p;
+  p.cfg = messenger_butler(m);
+  p.adapters = m.adapters;
+  p.node = "test-node";
+  auto b = sys.spawn(butler, std::move(p), writer, ctx);
+  spawned.push_back(b);
+  sched.run();
+  auto r = route(b, delivery("api"), "switchboard");
+  ASSERT_EQ(r.status, "accepted") << r.error_message;
+  // The line is synced on the outbox's own thread, which then reports.
+  EXPECT_TRUE(test::eventually(
+    [&] {
+      sched.run();
+      return db->rows[r.work_id].state == "ok";
+    },
+    10s, 5ms));
+  EXPECT_NE(db->rows[r.work_id].response.find("notify_response"),
+            std::string::npos);
+  std::ifstream in{outbox.path};
+  std::string all{std::istreambuf_iterator<char>{in}, {}};
+  EXPECT_EQ(std::count(all.begin(), all.end(), '\n'), 1) << all;
+  EXPECT_NE(all.find("your reply"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_F(Butler, ADeliveryNoAdapterServesEndsAsAValidationError) {
+  messenger_config m;
+  delivery_adapter_config outbox;
+  outbox.kind = "outbox";
+  outbox.path = "/nonexistent/outbox.jsonl";
+  outbox.channels = {"telegram"};
+  m.adapters.push_back(outbox);
+  butler_params p;
+  p.cfg = messenger_butler(m);
+  p.adapters = m.adapters;
+  p.node = "test-node";
+  auto b = sys.spawn(butler, std::move(p), writer, ctx);
+  spawned.push_back(b);
+  sched.run();
+  auto r = route(b, delivery("api"), "switchboard");
+  ASSERT_EQ(r.status, "accepted") << r.error_message;
+  sched.run();
+  EXPECT_EQ(db->rows[r.work_id].state, "error");
+  EXPECT_EQ(db->rows[r.work_id].error_class, "validation_error");
 }
 
 } // namespace
