@@ -20,11 +20,13 @@ WITH t AS (
          error_class, error_message, raw_response, log, butler, duration_ms,
          ord)
 ), last AS (
+  -- The last statement per segment, and the last raw response given for
+  -- it: a window over the batch (a correlated subquery or a join per row
+  -- made the statement quadratic in the batch's size).
   SELECT DISTINCT ON (request_id, segment_id) t.*,
-         (SELECT r.raw_response FROM t r
-          WHERE r.request_id = t.request_id AND r.segment_id = t.segment_id
-            AND r.raw_response <> ''
-          ORDER BY r.ord DESC LIMIT 1) AS last_raw
+         first_value(raw_response) OVER (
+           PARTITION BY request_id, segment_id
+           ORDER BY raw_response <> '' DESC, ord DESC) AS last_raw
   FROM t
   ORDER BY request_id, segment_id, ord DESC
 ), upd AS (
@@ -34,7 +36,8 @@ WITH t AS (
       work_id = NULLIF(last.work_id, ''),
       error_class = NULLIF(last.error_class, ''),
       error_message = NULLIF(last.error_message, ''),
-      raw_response = coalesce(last.last_raw::jsonb, l.raw_response),
+      raw_response = coalesce(NULLIF(last.last_raw, '')::jsonb,
+                              l.raw_response),
       updated_at = now()
   FROM last
   WHERE l.request_id = ANY(($1::text[])::uuid[])
