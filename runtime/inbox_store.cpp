@@ -20,7 +20,13 @@ namespace {
 /// the writer's sessions run with `enable_seqscan = off`, so a plan made
 /// while a table (or a new month's partition) was empty never seq-scans it
 /// once it has grown. (Planned at every execution instead, these
-/// statements spent twice as long in the planner as in execution.)
+/// statements spent twice as long in the planner as in execution.) They
+/// also run with `enable_nestloop = off`: a generic plan guesses ten rows
+/// for the batch's arrays and joined them to the rows found by a nested
+/// loop, quadratic in the batch (at 150 rows, 22,500 comparisons, most of
+/// a completion's time); a hash join is linear. A plan store turns it back
+/// on around itself: a lateral call needs a nested loop. (Planner settings
+/// apply when a plan is made, so each statement runs under its own.)
 constexpr const char* prepared[] = {"inbox_append",
                                     "inbox_lookup_dedupe",
                                     "inbox_claim",
@@ -57,7 +63,8 @@ void inbox_store::connect() {
   conn_.reset();
   auto conn = std::make_unique<pqxx::connection>(url_);
   pqxx::nontransaction{*conn}.exec(
-    "SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off");
+    "SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off; "
+    "SET enable_nestloop = off");
   for (auto name : prepared)
     conn->prepare(name, named_query(name));
   conn_ = std::move(conn);
@@ -323,8 +330,15 @@ void run_set_based(pqxx::transaction_base& tx,
   for (auto& a : arrays)
     bound.push_back(a.take());
   auto params = pqxx::prepare::make_dynamic_params(bound);
+  // The plan store reads each plan's segments with a lateral function call,
+  // which only a nested loop can run (see `connect`).
+  bool lateral = query == "fanout_plan_store";
+  if (lateral)
+    tx.exec("SET LOCAL enable_nestloop = on");
   auto rows = prepared ? tx.exec_prepared(query, params)
                        : tx.exec_params(named_query(query), params);
+  if (lateral)
+    tx.exec("SET LOCAL enable_nestloop = off");
   for (auto pos : positions)
     out[pos].ok = true;
   for (auto row : rows) {
@@ -417,12 +431,16 @@ void inbox_store::write_work(pqxx::work& tx, const std::vector<work_op>& in,
       case work_op_kind::finish: finishes.push_back(i); break;
       case work_op_kind::lease: {
         auto& r = out[i];
+        // Planned now, with nested loops: its candidates come from a scan
+        // ordered and limited, joined back by key (see `connect`).
+        tx.exec("SET LOCAL enable_nestloop = on");
         for (auto row :
              tx.exec_params(lease, op.item.butler,
                             op.owner.empty() ? owner_ : op.owner,
                             static_cast<int>(op.lease_s),
                             static_cast<int>(op.limit), own_prefix(op)))
           r.items.push_back(item_of(row));
+        tx.exec("SET LOCAL enable_nestloop = off");
         r.ok = true;
         break;
       }
@@ -617,7 +635,9 @@ write_result inbox_store::write_each(const write_batch& b) {
 
 std::vector<inbox_record> inbox_store::scan(uint32_t grace_s, uint32_t limit,
                                             int64_t after_us) {
-  pqxx::nontransaction tx{*conn_};
+  pqxx::work tx{*conn_};
+  // Planned now, with nested loops (see `connect`).
+  tx.exec("SET LOCAL enable_nestloop = on");
   std::vector<inbox_record> out;
   for (auto row :
        tx.exec_params(replanned("inbox_scan"), static_cast<int>(grace_s),
@@ -635,6 +655,7 @@ std::vector<inbox_record> inbox_store::scan(uint32_t grace_s, uint32_t limit,
     r.policy_tier = row[8].as<std::string>();
     out.push_back(std::move(r));
   }
+  tx.commit();
   return out;
 }
 
