@@ -33,17 +33,17 @@ struct database_config {
   std::string url;
   /// Reader connections. Default 4, range 1..64.
   uint32_t pool_size = 4;
-  /// Connections of the inbox writer. Default 3, range 1..16. With two or
+  /// Connections of the inbox writer. Default 4, range 1..16. With two or
   /// more, the first `lanes` carry lifecycle and routing writes and the
   /// others group-commit new requests and new work items, so neither waits
   /// behind the other; with one, it carries all.
-  uint32_t writer_connections = 3;
+  uint32_t writer_connections = 4;
   /// Lanes of lifecycle and routing writes: the writes of one request (work
   /// item, thread) always take the same lane and commit in submission
   /// order, one batch per lane at a time; lanes commit side by side.
-  /// Default 2, range 1..16; at most writer_connections - 1 are used (one
+  /// Default 3, range 1..16; at most writer_connections - 1 are used (one
   /// connection is kept for appends).
-  uint32_t lanes = 2;
+  uint32_t lanes = 3;
   /// Most writes per group commit. Default 256, range 1..10000.
   uint32_t max_batch = 256;
   /// Microseconds a group commit of new requests waits, after the previous

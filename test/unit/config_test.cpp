@@ -1625,8 +1625,8 @@ TEST(config, shipped_node_toml_is_valid) {
 TEST(config, database_lanes_default_value_and_range) {
   auto defaults = parse_config("", "t.toml");
   ASSERT_TRUE(defaults.settings);
-  EXPECT_EQ(defaults.settings->database.lanes, 2u);
-  EXPECT_EQ(defaults.settings->database.writer_connections, 3u);
+  EXPECT_EQ(defaults.settings->database.lanes, 3u);
+  EXPECT_EQ(defaults.settings->database.writer_connections, 4u);
   auto res = parse_config("[database]\nlanes = 4\n", "t.toml");
   ASSERT_TRUE(res.settings);
   EXPECT_EQ(res.settings->database.lanes, 4u);
