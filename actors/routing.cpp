@@ -362,61 +362,72 @@ void dispatch(switchboard_ptr self, const std::string& id, size_t i) {
     rq.failed_host.erase(f);
   }
   auto segment_id = seg.segment_id;
+  auto send_to = [self, id, attempt_id, envelope, parsed, failed, butler,
+                  started, segment_id](const caf::actor& hdl) {
+    auto me = caf::actor_cast<caf::actor>(self);
+    route_request req{envelope, "route", {}, me, parsed};
+    // Only a butler on another node can fail to answer at all.
+    auto timeout = hdl.node() == self->node() ? caf::duration{local_call}
+                                              : caf::duration{call_timeout};
+    self
+      ->request(caf::actor_cast<butler_actor>(hdl), timeout, route_atom_v,
+                std::move(req))
+      .then(
+        [self, id, attempt_id, started](route_response& r) {
+          if (r.status == "accepted") {
+            auto& st = self->state;
+            auto it = st.requests.find(id);
+            if (it == st.requests.end())
+              return;
+            auto [base, attempt] = split_attempt(attempt_id);
+            auto k = it->second.fo.find(base);
+            if (k >= 0
+                && it->second.fo.segments[static_cast<size_t>(k)].attempts
+                     == attempt)
+              it->second.fo.segments[static_cast<size_t>(k)].work_id
+                = r.work_id;
+            it->second.attempt_deadlines[attempt_id]
+              = steady_ns() + int64_t{st.cfg.route_timeout_s} * 1000000000;
+            return;
+          }
+          // Refused at the door. A full butler's refusal is flow
+          // control: wait for room. Anything else (validation) is the
+          // outcome of this attempt.
+          if (r.error_class == "overload_rejected") {
+            wait_for_room(self, id, attempt_id, r.error_message);
+            return;
+          }
+          r.request_id = id;
+          r.segment_id = attempt_id;
+          using ms = std::chrono::duration<double, std::milli>;
+          r.duration_ms = ms{std::chrono::steady_clock::now() - started}
+                            .count();
+          on_outcome(self, std::move(r));
+        },
+        [self, id, segment_id, hdl, failed, butler](const caf::error& err) {
+          // Transport failed before an envelope came back (§6.3).
+          auto& st = self->state;
+          forget_host(self, butler);
+          if (auto it = st.requests.find(id); it != st.requests.end())
+            it->second.failed_host[segment_id] = hdl;
+          auto code = code_of(err);
+          failed(code == butlers_errc::timeout ? "timeout"
+                                               : "target_unavailable",
+                 "route.execute on '" + butler
+                   + "' failed: " + to_string(code));
+        });
+  };
+  if (!avoid) {
+    if (auto hdl = known_host(self, butler)) {
+      send_to(hdl);
+      return;
+    }
+  }
   self->request(reg, local_call, lookup_atom_v, butler, std::move(avoid))
     .then(
-      [self, id, attempt_id, envelope, parsed, failed, butler, started,
-       segment_id](const caf::actor& hdl) {
-        auto me = caf::actor_cast<caf::actor>(self);
-        route_request req{envelope, "route", {}, me, parsed};
-        // Only a butler on another node can fail to answer at all.
-        auto timeout = hdl.node() == self->node() ? caf::duration{local_call}
-                                                  : caf::duration{call_timeout};
-        self
-          ->request(caf::actor_cast<butler_actor>(hdl), timeout, route_atom_v,
-                    std::move(req))
-          .then(
-            [self, id, attempt_id, started](route_response& r) {
-              if (r.status == "accepted") {
-                auto& st = self->state;
-                auto it = st.requests.find(id);
-                if (it == st.requests.end())
-                  return;
-                auto [base, attempt] = split_attempt(attempt_id);
-                auto k = it->second.fo.find(base);
-                if (k >= 0
-                    && it->second.fo.segments[static_cast<size_t>(k)].attempts
-                         == attempt)
-                  it->second.fo.segments[static_cast<size_t>(k)].work_id
-                    = r.work_id;
-                it->second.attempt_deadlines[attempt_id]
-                  = steady_ns() + int64_t{st.cfg.route_timeout_s} * 1000000000;
-                return;
-              }
-              // Refused at the door. A full butler's refusal is flow
-              // control: wait for room. Anything else (validation) is the
-              // outcome of this attempt.
-              if (r.error_class == "overload_rejected") {
-                wait_for_room(self, id, attempt_id, r.error_message);
-                return;
-              }
-              r.request_id = id;
-              r.segment_id = attempt_id;
-              using ms = std::chrono::duration<double, std::milli>;
-              r.duration_ms = ms{std::chrono::steady_clock::now() - started}
-                                .count();
-              on_outcome(self, std::move(r));
-            },
-            [self, id, segment_id, hdl, failed, butler](const caf::error& err) {
-              // Transport failed before an envelope came back (§6.3).
-              auto& st = self->state;
-              if (auto it = st.requests.find(id); it != st.requests.end())
-                it->second.failed_host[segment_id] = hdl;
-              auto code = code_of(err);
-              failed(code == butlers_errc::timeout ? "timeout"
-                                                   : "target_unavailable",
-                     "route.execute on '" + butler
-                       + "' failed: " + to_string(code));
-            });
+      [self, butler, send_to](const caf::actor& hdl) {
+        remember_host(self, butler, hdl);
+        send_to(hdl);
       },
       [failed, butler](const caf::error&) {
         failed("target_unavailable",
@@ -768,15 +779,30 @@ namespace {
 template<class F>
 void with_registry(switchboard_ptr self, const std::string& request_id,
                    F then) {
+  auto& cache = self->state.registry_cache;
+  auto now = self->clock().now();
+  if (cache.listed && now - cache.listed_at < registry_ttl) {
+    auto entries = cache.entries;
+    then(entries);
+    return;
+  }
   auto reg = caf::actor_cast<registry_actor>(self->state.ctx->registry());
   if (!reg) {
     done_classifying(self, request_id);
     return;
   }
   self->request(reg, local_call, list_atom_v)
-    .then(std::move(then), [self, request_id](const caf::error&) {
-      done_classifying(self, request_id);
-    });
+    .then(
+      [self, now, then](std::vector<registry_entry>& entries) mutable {
+        auto& cache = self->state.registry_cache;
+        cache.entries = entries;
+        cache.listed_at = now;
+        cache.listed = true;
+        then(entries);
+      },
+      [self, request_id](const caf::error&) {
+        done_classifying(self, request_id);
+      });
 }
 
 } // namespace
@@ -1189,6 +1215,25 @@ caf::result<std::string> operate(switchboard_ptr self,
         rp.deliver(err);
       });
   return rp;
+}
+
+caf::actor known_host(switchboard_ptr self, const std::string& butler) {
+  auto& hosts = self->state.registry_cache.local_hosts;
+  auto i = hosts.find(butler);
+  if (i == hosts.end()
+      || self->clock().now() - i->second.second >= registry_ttl)
+    return {};
+  return i->second.first;
+}
+
+void remember_host(switchboard_ptr self, const std::string& butler,
+                   const caf::actor& hdl) {
+  if (hdl && hdl.node() == self->node())
+    self->state.registry_cache.local_hosts[butler] = {hdl, self->clock().now()};
+}
+
+void forget_host(switchboard_ptr self, const std::string& butler) {
+  self->state.registry_cache.local_hosts.erase(butler);
 }
 
 } // namespace butlers

@@ -27,6 +27,8 @@ int64_t now_us() {
 
 } // namespace
 
+namespace {
+
 /// Starts workers while there is queued work, a free worker slot, room
 /// among the requests in progress, and fewer than `max_waiting` subrequests
 /// wait for room at a full butler (when the butlers cannot keep up, new
@@ -34,7 +36,7 @@ int64_t now_us() {
 /// wait in memory). Each claims its row before any work, so
 /// a message re-offered by the cold path while another worker holds it is
 /// skipped, never processed twice.
-void pump(switchboard_ptr self) {
+void pump_once(switchboard_ptr self) {
   auto& st = self->state;
   auto i = st.queue.begin();
   while (st.active < st.cfg.workers && i != st.queue.end()
@@ -93,6 +95,25 @@ void pump(switchboard_ptr self) {
     st.overflowed = false;
     self->send(caf::actor_cast<inbox_scanner_actor>(st.scanner), refill_atom_v);
   }
+}
+
+} // namespace
+
+/// Re-entrant calls (a plan made at once, from the registry's recent
+/// answer, frees its worker while the queue is being walked) only ask for
+/// another walk once the current one is done.
+void pump(switchboard_ptr self) {
+  auto& st = self->state;
+  if (st.pumping) {
+    st.pump_again = true;
+    return;
+  }
+  st.pumping = true;
+  do {
+    st.pump_again = false;
+    pump_once(self);
+  } while (st.pump_again);
+  st.pumping = false;
 }
 
 void done_classifying(switchboard_ptr self, const std::string& request_id) {
@@ -286,26 +307,38 @@ void hand_to_messenger(switchboard_ptr self, std::string notify,
                                + self->system().render(err),
                              true));
   };
+  auto hand_over = [self, envelope, parsed, done,
+                    fail](const caf::actor& messenger) mutable {
+    route_request req{std::move(envelope),
+                      "switchboard",
+                      {},
+                      {},
+                      std::move(parsed)};
+    self
+      ->request(caf::actor_cast<butler_actor>(messenger), local_call,
+                route_atom_v, std::move(req))
+      .then(
+        [self, done](route_response& r) {
+          if (r.status == "error")
+            self->state.notify_rejected->inc();
+          else
+            self->state.notify_handed->inc();
+          done(std::move(r));
+        },
+        [self, fail](const caf::error& err) {
+          forget_host(self, "messenger");
+          fail(err);
+        });
+  };
+  if (auto messenger = known_host(self, "messenger")) {
+    hand_over(messenger);
+    return;
+  }
   self->request(reg, local_call, lookup_atom_v, "messenger")
     .then(
-      [self, envelope, parsed, done, fail](caf::actor& messenger) mutable {
-        route_request req{std::move(envelope),
-                          "switchboard",
-                          {},
-                          {},
-                          std::move(parsed)};
-        self
-          ->request(caf::actor_cast<butler_actor>(messenger), local_call,
-                    route_atom_v, std::move(req))
-          .then(
-            [self, done](route_response& r) {
-              if (r.status == "error")
-                self->state.notify_rejected->inc();
-              else
-                self->state.notify_handed->inc();
-              done(std::move(r));
-            },
-            fail);
+      [self, hand_over](caf::actor& messenger) mutable {
+        remember_host(self, "messenger", messenger);
+        hand_over(messenger);
       },
       fail);
 }

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -12,6 +13,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include <caf/actor_clock.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
@@ -23,6 +25,13 @@
 #include "runtime/resilience.hpp"
 
 namespace butlers {
+
+/// How long the switchboard reuses the registry's answers: the entries the
+/// router plans with, and this node's host of each butler. (Asking for them
+/// was three calls per message; the registry changes when butlers start,
+/// stop or a node comes or goes, and a call to a host that is gone fails
+/// and is asked again.)
+constexpr auto registry_ttl = std::chrono::milliseconds{100};
 
 /// How requests become plans and what they may spend.
 struct routing_settings {
@@ -80,8 +89,21 @@ struct switchboard_state {
   switchboard_config cfg;
   node_context_ptr ctx;
   inbox_writer_actor writer;
+  /// `pump` is walking the queue; another walk was asked for meanwhile.
+  bool pumping = false;
+  bool pump_again = false;
   /// Routing writes and completions go out through this (few requests).
   writer_client writes;
+  /// The registry's recent answers (see `registry_ttl`).
+  struct {
+    std::vector<registry_entry> entries;
+    caf::actor_clock::time_point listed_at;
+    bool listed = false;
+    /// This node's host of each butler, and when the registry named it.
+    std::unordered_map<std::string,
+                       std::pair<caf::actor, caf::actor_clock::time_point>>
+      local_hosts;
+  } registry_cache;
   /// Ingest requests waiting for their commit (bounded by max_in_flight).
   uint32_t in_flight = 0;
   /// The hot path: stored, not yet claimed (bounded by queue_capacity).
@@ -201,6 +223,19 @@ caf::result<std::string> operate(switchboard_ptr self,
                                  const std::string& request_id,
                                  const std::string& who, const std::string& why,
                                  const std::string& arg);
+
+/// This node's host of `butler` as the registry named it less than
+/// `registry_ttl` ago, or null.
+caf::actor known_host(switchboard_ptr self, const std::string& butler);
+
+/// Keeps a host the registry named, if it is on this node: the registry
+/// names this node's host first, so the answer stays the same until the
+/// butler restarts (a remote answer rotates, and is not kept).
+void remember_host(switchboard_ptr self, const std::string& butler,
+                   const caf::actor& hdl);
+
+/// Drops the kept host of `butler` (a call to it failed).
+void forget_host(switchboard_ptr self, const std::string& butler);
 
 /// Hands a notify.v1 to the messenger; `done` gets its response.
 void hand_to_messenger(switchboard_ptr self, std::string notify,

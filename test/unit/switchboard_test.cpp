@@ -337,6 +337,42 @@ TEST_F(Switchboard, APlanGoesOutWithItsClaimAndTheWorkerIsFreeMeanwhile) {
   sched.run();
 }
 
+TEST_F(Switchboard, TheRegistrysListIsReusedForAWhile) {
+  auto lists = std::make_shared<int>(0);
+  auto reg = sys.spawn(
+    [lists](caf::event_based_actor*, int) -> caf::behavior {
+      return {
+        [lists](list_atom) {
+          ++*lists;
+          return std::vector<registry_entry>{};
+        },
+      };
+    },
+    0);
+  ctx->set_registry(reg);
+  switchboard_config sc;
+  sc.workers = 4;
+  sc.queue_capacity = 10;
+  script->hold_claims = true;
+  start(sc);
+  for (auto id : {"id-1", "id-2", "id-3"}) {
+    ingest(id, std::string{"k-"} + id);
+    reply();
+    sched.run();
+  }
+  EXPECT_EQ(claimed(), (std::vector<std::string>{"id-1", "id-2", "id-3"}));
+  EXPECT_EQ(*lists, 1) << "three plans, one question";
+  sched.advance_time(registry_ttl);
+  ingest("id-4", "k-4");
+  reply();
+  sched.run();
+  EXPECT_EQ(*lists, 2) << "asked again once the answer is old";
+  for (auto id : {"id-1", "id-2", "id-3", "id-4"})
+    release(id);
+  self->send_exit(reg, caf::exit_reason::user_shutdown);
+  sched.run();
+}
+
 TEST_F(Switchboard, AdmissionRejectsBeyondMaxInFlight) {
   switchboard_config sc;
   sc.max_in_flight = 2;
