@@ -6,9 +6,9 @@
 -- $7: the writer's lease owner name (for the transition log), $8: text[]
 -- dispatch outcomes and $9: text[] response summaries (JSON; NULL keeps
 -- what is stored).
--- Rows are found by primary key with `= ANY`, and the state test is a CASE
--- so that the open-rows partial index stays out of the plan (see
--- inbox_claim.sql).
+-- Rows are found by primary key with `= ANY` of the ids and a range of the
+-- receipt times, and the state test is a CASE so that the open-rows
+-- partial index stays out of the plan (see inbox_claim.sql for both).
 WITH c AS (
   SELECT t.request_id, t.lease_token, t.state, t.error_class,
          t.error_message, t.outcomes, t.summary
@@ -29,9 +29,11 @@ WITH c AS (
       updated_at = now()
   FROM c
   WHERE m.request_id = ANY($1::uuid[])
-    AND m.received_at = ANY(ARRAY(
-          SELECT timestamptz 'epoch' + us * interval '1 microsecond'
-          FROM unnest($2::bigint[]) AS us))
+    AND m.received_at BETWEEN
+          (SELECT timestamptz 'epoch' + min(us) * interval '1 microsecond'
+           FROM unnest($2::bigint[]) AS us)
+      AND (SELECT timestamptz 'epoch' + max(us) * interval '1 microsecond'
+           FROM unnest($2::bigint[]) AS us)
     AND m.request_id = c.request_id
     AND CASE m.lifecycle_state WHEN 'progress' THEN true ELSE false END
     AND m.lease_token = c.lease_token
