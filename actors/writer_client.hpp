@@ -43,7 +43,7 @@ class writer_client {
   using on_ok = std::function<void(T&)>;
   using on_error = std::function<void(const caf::error&)>;
 
-  explicit writer_client(size_t max_in_flight = 4)
+  explicit writer_client(size_t max_in_flight = 16)
     : max_in_flight_(max_in_flight) {
     // nop
   }
