@@ -288,6 +288,20 @@ void cancel_work(switchboard_ptr self, const std::string& butler,
       [](const caf::error&) {});
 }
 
+/// A route.v1 envelope with the context of the request `ctx` describes
+/// (the rest left empty).
+route_envelope envelope_for(const request_context& ctx) {
+  route_envelope env;
+  env.request_id = ctx.request_id;
+  env.received_at = rfc3339_utc(ctx.received_at_us);
+  env.source_channel = ctx.source_channel;
+  env.source_endpoint_identity = ctx.source_endpoint_identity;
+  env.source_sender_identity = ctx.source_sender_identity;
+  env.source_thread_identity = ctx.source_thread_identity;
+  env.trace_parent = ctx.trace_parent;
+  return env;
+}
+
 void dispatch(switchboard_ptr self, const std::string& id, size_t i) {
   auto& st = self->state;
   auto& rq = st.requests.at(id);
@@ -320,15 +334,7 @@ void dispatch(switchboard_ptr self, const std::string& id, size_t i) {
     return;
   }
   auto attempt_id = attempt_segment_id(seg.segment_id, seg.attempts);
-  auto& ctx = rq.record.context;
-  route_envelope env;
-  env.request_id = ctx.request_id;
-  env.received_at = rfc3339_utc(ctx.received_at_us);
-  env.source_channel = ctx.source_channel;
-  env.source_endpoint_identity = ctx.source_endpoint_identity;
-  env.source_sender_identity = ctx.source_sender_identity;
-  env.source_thread_identity = ctx.source_thread_identity;
-  env.trace_parent = ctx.trace_parent;
+  auto env = envelope_for(rq.record.context);
   env.subrequest_id = make_uuid_v7().to_string();
   env.segment_id = attempt_id;
   env.fanout_mode = rq.fo.mode;
@@ -513,15 +519,9 @@ void finish(switchboard_ptr self, const std::string& id) {
         st.lifecycle_parsed->inc();
       } else {
         st.lifecycle_errored->inc();
-        route_envelope env;
-        env.request_id = ctx.request_id;
-        env.received_at = rfc3339_utc(ctx.received_at_us);
-        env.source_channel = ctx.source_channel;
-        env.source_endpoint_identity = ctx.source_endpoint_identity;
-        env.source_sender_identity = ctx.source_sender_identity;
-        env.source_thread_identity = ctx.source_thread_identity;
         hand_to_messenger(self,
-                          make_notify_json(env, "switchboard", reply,
+                          make_notify_json(envelope_for(ctx), "switchboard",
+                                           reply,
                                            "error:" + ctx.request_id + ":"
                                              + std::to_string(attempts)),
                           [id](const route_response& r) {

@@ -238,6 +238,20 @@ struct Butler : test::deterministic_fixture {
     return hdl;
   }
 
+  /// The messenger with these adapters.
+  butler_actor spawn_messenger(std::vector<delivery_adapter_config> adapters) {
+    messenger_config m;
+    m.adapters = std::move(adapters);
+    butler_params p;
+    p.cfg = messenger_butler(m);
+    p.adapters = m.adapters;
+    p.node = "test-node";
+    auto hdl = sys.spawn(butler, std::move(p), writer, ctx);
+    spawned.push_back(hdl);
+    sched.run();
+    return hdl;
+  }
+
   static butler_config config(const std::string& name, uint32_t slots,
                               uint32_t max_pending = 100) {
     butler_config c;
@@ -553,18 +567,10 @@ std::string delivery(const std::string& channel) {
 TEST_F(Butler, AnOutboxDeliveryRunsWithoutASessionAndIsWrittenOnce) {
   char dir[] = "/tmp/butlers-messenger-XXXXXX";
   ASSERT_NE(::mkdtemp(dir), nullptr);
-  messenger_config m;
   delivery_adapter_config outbox;
   outbox.kind = "outbox";
   outbox.path = std::string{dir} + "/outbox.jsonl";
-  m.adapters.push_back(outbox);
-  butler_params p;
-  p.cfg = messenger_butler(m);
-  p.adapters = m.adapters;
-  p.node = "test-node";
-  auto b = sys.spawn(butler, std::move(p), writer, ctx);
-  spawned.push_back(b);
-  sched.run();
+  auto b = spawn_messenger({outbox});
   auto r = route(b, delivery("api"), "switchboard");
   ASSERT_EQ(r.status, "accepted") << r.error_message;
   // The line is synced on the outbox's own thread, which then reports.
@@ -584,19 +590,11 @@ TEST_F(Butler, AnOutboxDeliveryRunsWithoutASessionAndIsWrittenOnce) {
 }
 
 TEST_F(Butler, ADeliveryNoAdapterServesEndsAsAValidationError) {
-  messenger_config m;
   delivery_adapter_config outbox;
   outbox.kind = "outbox";
   outbox.path = "/nonexistent/outbox.jsonl";
   outbox.channels = {"telegram"};
-  m.adapters.push_back(outbox);
-  butler_params p;
-  p.cfg = messenger_butler(m);
-  p.adapters = m.adapters;
-  p.node = "test-node";
-  auto b = sys.spawn(butler, std::move(p), writer, ctx);
-  spawned.push_back(b);
-  sched.run();
+  auto b = spawn_messenger({outbox});
   auto r = route(b, delivery("api"), "switchboard");
   ASSERT_EQ(r.status, "accepted") << r.error_message;
   sched.run();
