@@ -347,14 +347,9 @@ void start_delivery(session_ptr self) {
     self->send(me, done_atom_v, std::move(*failed));
     return;
   }
+  // Only deliveries with a webhook get a session (see
+  // deliver_without_session): this blocks, on a pool thread.
   auto plan = std::get<delivery_plan>(std::move(planned));
-  if (only_outboxes(plan)) {
-    deliver_to_outboxes(std::move(plan), st.env.notify_request,
-                        [me](adapter_result r) {
-                          caf::anon_send(me, done_atom_v, std::move(r));
-                        });
-    return;
-  }
   auto notify = st.env.notify_request;
   if (auto& pool = st.params.pool) {
     auto posted = pool->post([plan, notify, stop, me] {
