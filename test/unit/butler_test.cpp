@@ -190,8 +190,8 @@ switchboard_actor::behavior_type fake_switchboard(
   };
 }
 
-std::string envelope(const std::string& butler, const std::string& prompt,
-                     const std::string& tool = "route.execute") {
+route_envelope envelope_of(const std::string& butler, const std::string& prompt,
+                           const std::string& tool = "route.execute") {
   route_envelope env;
   env.request_id = make_uuid_v7().to_string();
   env.received_at = "2026-11-23T04:00:00Z";
@@ -201,7 +201,12 @@ std::string envelope(const std::string& butler, const std::string& prompt,
   env.butler = butler;
   env.tool = tool;
   env.prompt = prompt;
-  return make_route_json(env);
+  return env;
+}
+
+std::string envelope(const std::string& butler, const std::string& prompt,
+                     const std::string& tool = "route.execute") {
+  return make_route_json(envelope_of(butler, prompt, tool));
 }
 
 struct Butler : test::deterministic_fixture {
@@ -468,15 +473,7 @@ TEST_F(Butler, SessionsStartedApartEachTimeOutAfterTheirOwnTimeout) {
 
 TEST_F(Butler, AnEnvelopeParsedByItsInProcessAuthorIsNotParsedAgain) {
   auto b = spawn(config("health", 1));
-  route_envelope env;
-  env.request_id = make_uuid_v7().to_string();
-  env.received_at = "2026-11-23T04:00:00Z";
-  env.source_channel = "api";
-  env.source_endpoint_identity = "tests";
-  env.source_sender_identity = "user-1";
-  env.butler = "health";
-  env.tool = "route.execute";
-  env.prompt = "from the parsed form";
+  auto env = envelope_of("health", "from the parsed form");
   auto parsed = std::make_shared<const route_envelope>(env);
   // The text is what gets stored; the typed form is what gets checked.
   self->send(b, route_atom_v,

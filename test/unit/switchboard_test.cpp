@@ -208,6 +208,24 @@ struct Switchboard : test::deterministic_fixture {
     sched.run();
   }
 
+  /// A registry without butlers, installed in the node context; counts the
+  /// lists it answers in `lists` when given.
+  caf::actor spawn_empty_registry(std::shared_ptr<int> lists = nullptr) {
+    auto reg = sys.spawn(
+      [lists](caf::event_based_actor*, int) -> caf::behavior {
+        return {
+          [lists](list_atom) {
+            if (lists)
+              ++*lists;
+            return std::vector<registry_entry>{};
+          },
+        };
+      },
+      0);
+    ctx->set_registry(reg);
+    return reg;
+  }
+
   /// Request ids of the claims so far, in order.
   std::vector<std::string> claimed() {
     std::vector<std::string> out;
@@ -292,16 +310,7 @@ TEST_F(Switchboard, AcceptsOnlyWhatTheWriterStored) {
 // the worker is free for the next request while they commit. A claim that
 // fails ends the request here, whatever the plan's answer.
 TEST_F(Switchboard, APlanGoesOutWithItsClaimAndTheWorkerIsFreeMeanwhile) {
-  auto reg = sys.spawn(
-    [](caf::event_based_actor*, int) -> caf::behavior {
-      return {
-        [](list_atom) {
-          return std::vector<registry_entry>{};
-        },
-      };
-    },
-    0);
-  ctx->set_registry(reg);
+  auto reg = spawn_empty_registry();
   switchboard_config sc;
   sc.workers = 1;
   sc.queue_capacity = 10;
@@ -339,17 +348,7 @@ TEST_F(Switchboard, APlanGoesOutWithItsClaimAndTheWorkerIsFreeMeanwhile) {
 
 TEST_F(Switchboard, TheRegistrysListIsReusedForAWhile) {
   auto lists = std::make_shared<int>(0);
-  auto reg = sys.spawn(
-    [lists](caf::event_based_actor*, int) -> caf::behavior {
-      return {
-        [lists](list_atom) {
-          ++*lists;
-          return std::vector<registry_entry>{};
-        },
-      };
-    },
-    0);
-  ctx->set_registry(reg);
+  auto reg = spawn_empty_registry(lists);
   switchboard_config sc;
   sc.workers = 4;
   sc.queue_capacity = 10;
