@@ -1,16 +1,32 @@
+// The switchboard (spec 001 §6, §8, §10): the ingest boundary, the hot path
+// (stored requests queued, claimed and planned by a bounded pool of workers,
+// in causal order per source thread) and routing. What a request's routing
+// remembers once its plan is stored is a `request_tracker`; this actor
+// carries out its decisions: writes, dispatches to the butlers' hosts,
+// backoff timers, cancellations and completions.
+
 #include "actors/switchboard.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include <caf/actor_cast.hpp>
+#include <caf/blocking_actor.hpp>
 #include <caf/event_based_actor.hpp>
+#include <caf/send.hpp>
+#include <caf/spawn_options.hpp>
 #include <spdlog/spdlog.h>
 
+#include "runtime/cli_output.hpp"
 #include "runtime/route.hpp"
+#include "runtime/router.hpp"
+#include "runtime/scripted.hpp"
+#include "runtime/subprocess.hpp"
+#include "runtime/threads.hpp"
 #include "runtime/uuid.hpp"
 
 namespace butlers {
@@ -19,85 +35,161 @@ namespace {
 
 using namespace std::chrono_literals;
 
-int64_t now_us() {
-  using namespace std::chrono;
-  return duration_cast<microseconds>(system_clock::now().time_since_epoch())
-    .count();
+/// The timeout of a dispatch to a butler on another node (the only kind
+/// that can fail to answer at all).
+constexpr auto call_timeout = 10s;
+
+void pump(switchboard_ptr self);
+void done_classifying(switchboard_ptr self, const std::string& request_id);
+void on_outcome(switchboard_ptr self, route_response r);
+
+/// The node's butler registry, or null while its group restarts.
+registry_actor registry_of(switchboard_ptr self) {
+  return caf::actor_cast<registry_actor>(self->state.ctx->registry());
 }
 
-} // namespace
+// -- the registry's recent answers --------------------------------------------
 
-namespace {
+/// This node's host of `butler` as the registry named it less than
+/// `registry_ttl` ago, or null.
+caf::actor known_host(switchboard_ptr self, const std::string& butler) {
+  return self->state.hosts.local_host(butler, self->clock().now());
+}
+
+/// Keeps a host the registry named, if it is on this node.
+void remember_host(switchboard_ptr self, const std::string& butler,
+                   const caf::actor& hdl) {
+  if (hdl && hdl.node() == self->node())
+    self->state.hosts.remember_local(butler, hdl, self->clock().now());
+}
+
+/// Asks the registry for its entries (or reuses its recent answer) and
+/// calls `then` with them; frees the worker of `request_id` when there is
+/// no registry or no answer (the row stays as it is and the cold path takes
+/// it again).
+template<class F>
+void with_registry(switchboard_ptr self, const std::string& request_id,
+                   F then) {
+  auto now = self->clock().now();
+  if (auto* cached = self->state.hosts.entries(now)) {
+    auto entries = *cached;
+    then(entries);
+    return;
+  }
+  auto reg = registry_of(self);
+  if (!reg) {
+    done_classifying(self, request_id);
+    return;
+  }
+  self->request(reg, local_call, list_atom_v)
+    .then(
+      [self, now, then](std::vector<registry_entry>& entries) mutable {
+        self->state.hosts.set_entries(entries, now);
+        then(entries);
+      },
+      [self, request_id](const caf::error&) {
+        done_classifying(self, request_id);
+      });
+}
+
+// -- the hot path -------------------------------------------------------------
+
+/// The rules router's plan for `text` (general takes an empty message
+/// whole: ingest.v1 allows an empty text, and there is nothing to split).
+routing_plan rules_plan(const std::string& text,
+                        const std::vector<registry_entry>& entries,
+                        double confidence_threshold) {
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
+    routing_plan plan;
+    plan.router = "rules";
+    plan.fallback = true;
+    plan.fallback_reason = "no_match: the message has no text";
+    plan_segment seg;
+    seg.segment_id = "seg-1";
+    seg.butler = "general";
+    seg.prompt = "(the message has no text)";
+    seg.rationale = "empty message";
+    plan.segments.push_back(std::move(seg));
+    return plan;
+  }
+  return route_by_rules(text, entries, confidence_threshold);
+}
+
+/// Waits for the CLI router's process (blocking: only on the detached
+/// runner) and reads its answer.
+adapter_result run_cli_router(subprocess& proc, cli_family family) {
+  adapter_result a;
+  auto r = proc.wait();
+  if (r.outcome != subprocess_outcome::exited || r.exit_code != 0) {
+    a.error_class = "router_failure";
+    a.message = std::string{to_string(r.outcome)} + " (exit "
+                + std::to_string(r.exit_code) + ")";
+    return a;
+  }
+  auto answer = parse_cli_output(family, r.out);
+  a.ok = answer.ok;
+  a.text = answer.text;
+  a.message = answer.error;
+  return a;
+}
+
+void plan_and_claim(switchboard_ptr self, inbox_ref ref,
+                    std::shared_ptr<const inbox_record> record);
+void route_claimed(switchboard_ptr self, inbox_ref ref, claim_result claim);
+
+/// Starts a request taken from the hot path: with the record stored at
+/// ingest and the rules router, the plan goes out with the claim (one
+/// commit); else claim, then plan.
+void start_request(switchboard_ptr self, queued_request q) {
+  auto& st = self->state;
+  st.metrics.process_latency->observe(
+    static_cast<double>(unix_now_us() - q.ref.received_at_us) / 1000.0);
+  if (q.record && st.routing.router.kind != "cli" && registry_of(self)) {
+    plan_and_claim(self, std::move(q.ref), std::move(q.record));
+    return;
+  }
+  self->request(st.writer, local_call, claim_atom_v, q.ref)
+    .then(
+      [self, ref = q.ref](claim_result& claim) {
+        if (!claim.claimed) {
+          done_classifying(self, ref.request_id);
+          return;
+        }
+        route_claimed(self, ref, std::move(claim));
+      },
+      [self, id = q.ref.request_id](const caf::error&) {
+        // Still 'accepted': the cold path retries it.
+        done_classifying(self, id);
+      });
+}
 
 /// Starts workers while there is queued work, a free worker slot, room
 /// among the requests in progress, and fewer than `max_waiting` subrequests
 /// wait for room at a full butler (when the butlers cannot keep up, new
 /// messages stay `accepted` in the inbox instead of being claimed only to
-/// wait in memory). Each claims its row before any work, so
-/// a message re-offered by the cold path while another worker holds it is
-/// skipped, never processed twice.
+/// wait in memory). Each claims its row before any work, so a message
+/// re-offered by the cold path while another worker holds it is skipped,
+/// never processed twice.
 void pump_once(switchboard_ptr self) {
   auto& st = self->state;
-  auto i = st.queue.begin();
-  while (st.active < st.cfg.workers && i != st.queue.end()
-         && st.requests.size() + st.active + st.committing.size()
-              < st.cfg.max_in_progress
-         && st.waiting_count < st.cfg.max_waiting) {
-    // Per-source-thread order: a request whose thread already has one with
-    // a worker waits (in place) for it; later requests of other threads go
-    // ahead.
-    std::string key;
-    auto k = st.order_keys.find(i->ref.request_id);
-    if (k != st.order_keys.end()) {
-      key = k->second;
-      if (st.held_keys.count(key) > 0) {
-        ++i;
-        continue;
-      }
-      st.order_keys.erase(k);
-    }
-    auto ref = std::move(i->ref);
-    auto record = std::move(i->record);
-    st.queued_ids.erase(ref.request_id);
-    i = st.queue.erase(i);
-    ++st.active;
-    // One hold per request, released once by done_classifying.
-    if (!key.empty() && st.classifying.emplace(ref.request_id, key).second)
-      ++st.held_keys[key];
-    st.process_latency->observe(
-      static_cast<double>(now_us() - ref.received_at_us) / 1000.0);
-    // With the record stored at ingest and the rules router, the plan goes
-    // out with the claim (one commit); else claim, then plan.
-    if (record && st.routing.router.kind != "cli" && st.ctx->registry()) {
-      plan_and_claim(self, std::move(ref), std::move(record));
-      continue;
-    }
-    self->request(st.writer, local_call, claim_atom_v, ref)
-      .then(
-        [self, ref](claim_result& claim) {
-          if (!claim.claimed) {
-            done_classifying(self, ref.request_id);
-            return;
-          }
-          route_claimed(self, ref, std::move(claim));
-        },
-        [self, ref](const caf::error&) {
-          // Still 'accepted': the cold path retries it.
-          done_classifying(self, ref.request_id);
-        });
+  auto& hot = *st.hot;
+  auto busy = st.tracker->size() + hot.active() + hot.committing();
+  if (hot.active() < st.cfg.workers && busy < st.cfg.max_in_progress
+      && st.tracker->waiting_count() < st.cfg.max_waiting) {
+    auto n = std::min<size_t>(st.cfg.workers - hot.active(),
+                              st.cfg.max_in_progress - busy);
+    for (auto& q : hot.take(n))
+      start_request(self, std::move(q));
   }
-  st.queue_depth->set(static_cast<int64_t>(st.queue.size()));
+  st.metrics.queue_depth->set(static_cast<int64_t>(hot.size()));
   // What overflowed is stored and `accepted`; with room again (half the
   // queue, so the workers never run dry while the cold path pages), it
   // should not wait for the next interval of the cold path.
-  if (st.overflowed && st.queue.size() <= st.cfg.queue_capacity / 2
-      && st.scanner) {
+  if (st.overflowed && hot.size() <= hot.capacity() / 2 && st.scanner) {
     st.overflowed = false;
     self->send(caf::actor_cast<inbox_scanner_actor>(st.scanner), refill_atom_v);
   }
 }
-
-} // namespace
 
 /// Re-entrant calls (a plan made at once, from the registry's recent
 /// answer, frees its worker while the queue is being walked) only ask for
@@ -116,82 +208,64 @@ void pump(switchboard_ptr self) {
   st.pumping = false;
 }
 
+/// Frees the classification worker of `request_id` (and the hold on its
+/// source thread) and pumps the hot path.
 void done_classifying(switchboard_ptr self, const std::string& request_id) {
-  auto& st = self->state;
-  if (st.committing.erase(request_id) == 0)
-    --st.active;
-  auto c = st.classifying.find(request_id);
-  if (c != st.classifying.end()) {
-    auto h = st.held_keys.find(c->second);
-    if (h != st.held_keys.end() && --h->second == 0)
-      st.held_keys.erase(h);
-    st.classifying.erase(c);
-  }
+  self->state.hot->done(request_id);
   pump(self);
 }
 
+/// Frees the worker of `request_id` while its claim and plan commit (the
+/// rules router's plan is made: nothing is left for a worker to do).
 void free_worker(switchboard_ptr self, const std::string& request_id) {
-  auto& st = self->state;
-  if (!st.committing.insert(request_id).second)
-    return;
-  --st.active;
-  pump(self);
+  if (self->state.hot->free_worker(request_id))
+    pump(self);
 }
 
-std::string order_key_of(const request_context& ctx) {
-  if (ctx.source_thread_identity.empty())
-    return {};
-  return ctx.source_channel + '\x1f' + ctx.source_endpoint_identity + '\x1f'
-         + ctx.source_thread_identity;
+/// Offers a stored message to the hot path; false when the queue is full.
+/// A request tracked here already (its lease lapsed, the cold path found it
+/// `accepted`) counts as taken.
+bool offer(switchboard_ptr self, inbox_ref ref, std::string order_key = {},
+           std::shared_ptr<const inbox_record> record = nullptr) {
+  if (self->state.tracker->contains(ref.request_id))
+    return true;
+  return self->state.hot->offer(std::move(ref), std::move(order_key),
+                                std::move(record));
 }
 
-bool offer(switchboard_ptr self, inbox_ref ref, std::string order_key,
-           std::shared_ptr<const inbox_record> record) {
-  auto& st = self->state;
-  // The cold path finds requests that are still `accepted` here: queued,
-  // being planned or claimed, or (lease lapsed) tracked. Offering one
-  // again would run it twice through this switchboard, and a second hold
-  // on its source thread would outlive the first.
-  auto& id = ref.request_id;
-  if (st.queued_ids.count(id) > 0 || st.classifying.count(id) > 0
-      || st.committing.count(id) > 0 || st.requests.count(id) > 0)
-    return true; // held here already: taken
-  if (st.queue.size() >= st.cfg.queue_capacity)
-    return false;
-  if (!order_key.empty())
-    st.order_keys[ref.request_id] = std::move(order_key);
-  st.queued_ids.insert(ref.request_id);
-  st.queue.push_back(queued_request{std::move(ref), std::move(record)});
-  return true;
-}
+// -- the ingest boundary ------------------------------------------------------
 
-/// The ingest boundary for one record or a batch: admits each record in
-/// order (draining, `max_in_flight`), stores the admitted ones with one
-/// writer request, counts duplicates and new requests and offers the new
-/// ones to the hot path, then calls `done` with every record's result in
-/// order (a refused or unstored record carries its error code).
-void ingest_records(switchboard_ptr self, std::vector<inbox_record> recs,
-                    std::function<void(std::vector<append_result>&)> done) {
-  auto& st = self->state;
-  std::vector<append_result> out(recs.size());
-  auto refuse = [&](size_t i, butlers_errc code, std::string msg) {
-    out[i].error_code = static_cast<uint8_t>(code);
-    out[i].error_message = std::move(msg);
-  };
-  struct meta {
+/// A batch of records at the ingest boundary: where each admitted one goes
+/// in the answer, and what the hot path needs of it once stored.
+struct ingest_batch {
+  struct admitted_record {
     inbox_ref ref;
-    std::string key;
-    std::string order;
+    std::string dedupe_key;
+    std::string order_key;
     std::shared_ptr<const inbox_record> record;
   };
-  std::vector<inbox_record> admitted;
+  std::function<void(std::vector<append_result>&)> done;
+  std::vector<append_result> out;
+  /// Per admitted record, its index in `out`.
   std::vector<size_t> slots;
-  std::vector<meta> metas;
+  std::vector<admitted_record> admitted;
+};
+
+/// Admits each record in order (draining, `max_in_flight`): refused ones
+/// get their error in `b.out`, admitted ones move to the returned vector.
+std::vector<inbox_record> admit(switchboard_ptr self, ingest_batch& b,
+                                std::vector<inbox_record>& recs) {
+  auto& st = self->state;
+  std::vector<inbox_record> admitted;
+  auto refuse = [&](size_t i, butlers_errc code, std::string msg) {
+    b.out[i].error_code = static_cast<uint8_t>(code);
+    b.out[i].error_message = std::move(msg);
+  };
   for (size_t i = 0; i < recs.size(); ++i) {
     if (st.ctx->status.draining) {
       refuse(i, butlers_errc::draining, "the node is shutting down");
     } else if (st.in_flight >= st.cfg.max_in_flight) {
-      st.overload_rejected->inc();
+      st.metrics.overload_rejected->inc();
       refuse(i, butlers_errc::overload_rejected,
              "admission full: " + std::to_string(st.in_flight)
                + " requests awaiting commit");
@@ -204,104 +278,120 @@ void ingest_records(switchboard_ptr self, std::vector<inbox_record> recs,
       kept->normalized_text = recs[i].normalized_text;
       kept->policy_tier = recs[i].policy_tier.empty() ? "default"
                                                       : recs[i].policy_tier;
-      metas.push_back(meta{{ctx.request_id, ctx.received_at_us},
-                           recs[i].dedupe_key,
-                           order_key_of(ctx),
-                           std::move(kept)});
+      b.admitted.push_back({{ctx.request_id, ctx.received_at_us},
+                            recs[i].dedupe_key,
+                            order_key_of(ctx),
+                            std::move(kept)});
       admitted.push_back(std::move(recs[i]));
-      slots.push_back(i);
+      b.slots.push_back(i);
     }
   }
-  st.inflight_requests->set(st.in_flight);
+  st.metrics.inflight_requests->set(st.in_flight);
+  return admitted;
+}
+
+/// The writer answered the batch: counts duplicates and new requests and
+/// offers the new ones to the hot path.
+void on_stored(switchboard_ptr self, ingest_batch& b,
+               std::vector<append_result>& res) {
+  auto& st = self->state;
+  bool offered = false;
+  for (size_t j = 0; j < b.slots.size() && j < res.size(); ++j) {
+    auto& r = res[j];
+    auto& a = b.admitted[j];
+    if (r.error_code == 0 && r.duplicate) {
+      st.metrics.deduplicated->inc();
+      spdlog::info("dedupe: key {} deduped to request {}", a.dedupe_key,
+                   r.request_id);
+    } else if (r.error_code == 0) {
+      st.metrics.received->inc();
+      if (offer(self, a.ref, std::move(a.order_key), std::move(a.record))) {
+        st.metrics.enqueued_hot->inc();
+        offered = true;
+      } else {
+        // Stored and acknowledged; the cold path will find it.
+        st.metrics.backpressure->inc();
+        st.overflowed = true;
+      }
+    }
+    b.out[b.slots[j]] = std::move(r);
+  }
+  // Also after an overflow alone: with the queue already drained, nothing
+  // else may come along to ask the cold path for a refill.
+  if (offered || st.overflowed)
+    pump(self);
+}
+
+/// The ingest boundary for one record or a batch (both `ingest_atom`
+/// handlers): admission per record, one writer request for the admitted
+/// ones, then `done` with every record's result in order (a refused or
+/// unstored record carries its error code).
+void ingest_records(switchboard_ptr self, std::vector<inbox_record> recs,
+                    std::function<void(std::vector<append_result>&)> done) {
+  auto b = std::make_shared<ingest_batch>();
+  b->done = std::move(done);
+  b->out.resize(recs.size());
+  auto admitted = admit(self, *b, recs);
   if (admitted.empty()) {
-    done(out);
+    b->done(b->out);
     return;
   }
   auto leave = [self](size_t n) {
     auto& st = self->state;
     st.in_flight -= static_cast<uint32_t>(n);
-    st.inflight_requests->set(st.in_flight);
+    st.metrics.inflight_requests->set(st.in_flight);
   };
-  // Both continuations share the batch's bookkeeping; neither copies it.
-  struct pending {
-    std::function<void(std::vector<append_result>&)> done;
-    std::vector<append_result> out;
-    std::vector<size_t> slots;
-    std::vector<meta> metas;
-  };
-  auto p = std::make_shared<pending>(pending{std::move(done), std::move(out),
-                                             std::move(slots),
-                                             std::move(metas)});
   // No timeout: the writer answers every append within one flush, or at
   // once with "unavailable"; if it dies, the supervisor restarts this actor
   // with it. A CAF timeout here would cost two wake-ups of CAF's clock
   // thread per request (the HTTP side keeps the deadline).
-  self->request(st.writer, caf::infinite, append_atom_v, std::move(admitted))
+  self
+    ->request(self->state.writer, caf::infinite, append_atom_v,
+              std::move(admitted))
     .then(
-      [self, p, leave](std::vector<append_result>& res) {
-        auto& st = self->state;
-        leave(p->slots.size());
-        bool offered = false;
-        for (size_t j = 0; j < p->slots.size() && j < res.size(); ++j) {
-          auto& r = res[j];
-          auto& m = p->metas[j];
-          if (r.error_code == 0 && r.duplicate) {
-            st.deduplicated->inc();
-            spdlog::info("dedupe: key {} deduped to request {}", m.key,
-                         r.request_id);
-          } else if (r.error_code == 0) {
-            st.received->inc();
-            if (offer(self, m.ref, std::move(m.order), std::move(m.record))) {
-              st.enqueued_hot->inc();
-              offered = true;
-            } else {
-              // Stored and acknowledged; the cold path will find it.
-              st.backpressure->inc();
-              st.overflowed = true;
-            }
-          }
-          p->out[p->slots[j]] = std::move(r);
-        }
-        // Also after an overflow alone: with the queue already drained,
-        // nothing else may come along to ask the cold path for a refill.
-        if (offered || st.overflowed)
-          pump(self);
-        p->done(p->out);
+      [self, b, leave](std::vector<append_result>& res) {
+        leave(b->slots.size());
+        on_stored(self, *b, res);
+        b->done(b->out);
       },
-      [p, leave](caf::error& err) {
-        leave(p->slots.size());
+      [b, leave](caf::error& err) {
+        leave(b->slots.size());
         auto code = static_cast<uint8_t>(code_of(err));
         if (code == 0)
           code = static_cast<uint8_t>(butlers_errc::internal_error);
-        for (auto i : p->slots) {
-          p->out[i].error_code = code;
-          p->out[i].error_message = message_of(err);
+        for (auto i : b->slots) {
+          b->out[i].error_code = code;
+          b->out[i].error_message = message_of(err);
         }
-        p->done(p->out);
+        b->done(b->out);
       });
 }
 
+// -- the messenger
+// -------------------------------------------------------------
+
+/// Hands a notify.v1 to the messenger; `done` gets its response.
 void hand_to_messenger(switchboard_ptr self, std::string notify,
                        std::function<void(route_response)> done) {
   auto& st = self->state;
   std::string envelope;
   auto parsed = std::make_shared<route_envelope>();
   auto fresh = make_uuid_v7().to_string();
-  if (auto bad = make_delivery_route(notify, fresh, now_us(), envelope,
+  if (auto bad = make_delivery_route(notify, fresh, unix_now_us(), envelope,
                                      parsed.get())) {
-    st.notify_rejected->inc();
+    st.metrics.notify_rejected->inc();
     done(make_error_response({}, bad->error_class, bad->message, false));
     return;
   }
-  auto reg = caf::actor_cast<registry_actor>(st.ctx->registry());
+  auto reg = registry_of(self);
   if (!reg) {
-    st.notify_rejected->inc();
+    st.metrics.notify_rejected->inc();
     done(make_error_response({}, "target_unavailable",
                              "no butler registry on this node", true));
     return;
   }
   auto fail = [self, done](const caf::error& err) {
-    self->state.notify_rejected->inc();
+    self->state.metrics.notify_rejected->inc();
     done(make_error_response({}, "target_unavailable",
                              "messenger unreachable: "
                                + self->system().render(err),
@@ -320,13 +410,13 @@ void hand_to_messenger(switchboard_ptr self, std::string notify,
       .then(
         [self, done](route_response& r) {
           if (r.status == "error")
-            self->state.notify_rejected->inc();
+            self->state.metrics.notify_rejected->inc();
           else
-            self->state.notify_handed->inc();
+            self->state.metrics.notify_handed->inc();
           done(std::move(r));
         },
         [self, fail](const caf::error& err) {
-          forget_host(self, "messenger");
+          self->state.hosts.forget("messenger");
           fail(err);
         });
   };
@@ -343,6 +433,598 @@ void hand_to_messenger(switchboard_ptr self, std::string notify,
       fail);
 }
 
+// -- carrying out the tracker's decisions -------------------------------------
+
+/// Fire-and-forget write of a named statement: the writer orders it before
+/// anything this actor sends it later, and a failure is only logged (the
+/// state it records is rebuilt from the plan on recovery).
+void write(switchboard_ptr self, named_statement st) {
+  auto query = st.query;
+  self->state.writes.exec(
+    self, std::move(st), [](named_result&) {},
+    [query](const caf::error& err) {
+      spdlog::warn("switchboard: {} not written: {}", query, to_string(err));
+    });
+}
+
+/// Best effort: stops the work item of a subrequest we gave up on.
+void cancel_work(switchboard_ptr self, const std::string& butler,
+                 const std::string& work_id) {
+  auto reg = registry_of(self);
+  if (!reg)
+    return;
+  self->request(reg, local_call, lookup_atom_v, butler)
+    .then(
+      [work_id](const caf::actor& hdl) {
+        caf::anon_send(caf::actor_cast<butler_actor>(hdl), cancel_atom_v,
+                       work_id);
+      },
+      [](const caf::error&) {});
+}
+
+/// Stops tracking a request: its terminal transition is written, or it is
+/// no longer ours.
+void forget_request(switchboard_ptr self, const std::string& id) {
+  self->state.tracker->forget(id);
+  self->state.hosts.drop_request(id);
+}
+
+/// Writes a finished request's terminal transition (fenced by its lease)
+/// and, when it errored, tells the sender.
+void complete(switchboard_ptr self, finished_request f) {
+  auto id = f.context.request_id;
+  auto state = f.done.state;
+  self->state.writes.complete(
+    self, std::move(f.done),
+    [self, id, state, reply = std::move(f.reply), ctx = std::move(f.context),
+     attempts = f.attempts](bool applied) {
+      auto& st = self->state;
+      forget_request(self, id);
+      if (!applied) {
+        st.metrics.lease_lost->inc();
+      } else if (state == "parsed") {
+        st.metrics.lifecycle_parsed->inc();
+      } else {
+        st.metrics.lifecycle_errored->inc();
+        auto key = "error:" + ctx.request_id + ":" + std::to_string(attempts);
+        hand_to_messenger(self,
+                          make_notify_json(envelope_for(ctx), "switchboard",
+                                           reply, key),
+                          [id](const route_response& r) {
+                            if (r.status == "error")
+                              spdlog::warn("request {}: error reply not "
+                                           "delivered: {}",
+                                           id, r.error_message);
+                          });
+      }
+      pump(self);
+    },
+    [self, id](const caf::error& err) {
+      // Still 'progress': the lease expires and the cold path plans the
+      // request again from what is stored.
+      spdlog::warn("request {}: terminal state not written: {}", id,
+                   to_string(err));
+      forget_request(self, id);
+      pump(self);
+    });
+}
+
+void send_dispatch(switchboard_ptr self, dispatch_order d);
+
+/// Carries out what the tracker decided, in order.
+void carry_out(switchboard_ptr self, tracker_actions out) {
+  for (auto& w : out.writes)
+    write(self, std::move(w));
+  for (auto& c : out.cancels)
+    cancel_work(self, c.butler, c.work_id);
+  for (auto& r : out.retries)
+    self->delayed_send(self, r.delay, retry_atom_v, std::move(r.request_id),
+                       std::move(r.segment_id));
+  for (auto& f : out.finished)
+    complete(self, std::move(f));
+  for (auto& d : out.dispatches)
+    send_dispatch(self, std::move(d));
+  if (out.room_freed)
+    pump(self);
+}
+
+/// A subrequest on its way to a host of its butler.
+struct outbound {
+  std::string request_id;
+  std::string segment_id;
+  std::string attempt_id;
+  std::string butler;
+  std::string envelope;
+  std::shared_ptr<const route_envelope> parsed;
+  std::chrono::steady_clock::time_point started;
+};
+
+/// The butler answered the dispatch at its door.
+void on_door_answer(switchboard_ptr self, const outbound& o,
+                    route_response& r) {
+  auto& tracker = *self->state.tracker;
+  if (r.status == "accepted") {
+    tracker.on_accepted(o.request_id, o.attempt_id, r.work_id,
+                        std::chrono::steady_clock::now());
+    return;
+  }
+  // Refused at the door. A full butler's refusal is flow control: wait for
+  // room. Anything else (validation) is the outcome of this attempt.
+  if (r.error_class == "overload_rejected") {
+    tracker_actions out;
+    tracker.on_refused_full(o.request_id, o.attempt_id, r.error_message,
+                            std::chrono::steady_clock::now(), out);
+    carry_out(self, std::move(out));
+    return;
+  }
+  r.request_id = o.request_id;
+  r.segment_id = o.attempt_id;
+  using ms = std::chrono::duration<double, std::milli>;
+  r.duration_ms = ms{std::chrono::steady_clock::now() - o.started}.count();
+  on_outcome(self, std::move(r));
+}
+
+/// The attempt failed before a butler answered: its outcome is an error.
+void on_transport_failure(switchboard_ptr self, const outbound& o,
+                          std::string cls, std::string msg) {
+  route_response r = make_error_response(o.request_id, std::move(cls),
+                                         std::move(msg), true);
+  r.segment_id = o.attempt_id;
+  on_outcome(self, std::move(r));
+}
+
+void send_to_host(switchboard_ptr self, std::shared_ptr<const outbound> o,
+                  const caf::actor& hdl) {
+  route_request req{o->envelope,
+                    "route",
+                    {},
+                    caf::actor_cast<caf::actor>(self),
+                    o->parsed};
+  // Only a butler on another node can fail to answer at all.
+  auto timeout = hdl.node() == self->node() ? caf::duration{local_call}
+                                            : caf::duration{call_timeout};
+  self
+    ->request(caf::actor_cast<butler_actor>(hdl), timeout, route_atom_v,
+              std::move(req))
+    .then(
+      [self, o](route_response& r) {
+        on_door_answer(self, *o, r);
+      },
+      [self, o, hdl](const caf::error& err) {
+        // Transport failed before an envelope came back (§6.3): the
+        // retry avoids this host while there is another.
+        self->state.hosts.forget(o->butler);
+        self->state.hosts.failed(o->request_id, o->segment_id, hdl);
+        auto code = code_of(err);
+        on_transport_failure(self, *o,
+                             code == butlers_errc::timeout
+                               ? "timeout"
+                               : "target_unavailable",
+                             "route.execute on '" + o->butler
+                               + "' failed: " + to_string(code));
+      });
+}
+
+/// Sends a subrequest to a host of its butler: this node's, as the registry
+/// recently named it, or whichever the registry names now.
+void send_dispatch(switchboard_ptr self, dispatch_order d) {
+  auto& st = self->state;
+  auto o = std::make_shared<outbound>();
+  o->request_id = std::move(d.request_id);
+  o->segment_id = std::move(d.segment_id);
+  o->attempt_id = d.envelope.segment_id;
+  o->butler = std::move(d.butler);
+  o->envelope = make_route_json(d.envelope);
+  o->parsed = std::make_shared<const route_envelope>(std::move(d.envelope));
+  o->started = std::chrono::steady_clock::now();
+  auto reg = registry_of(self);
+  if (!reg) {
+    on_transport_failure(self, *o, "target_unavailable",
+                         "no butler registry on this node");
+    return;
+  }
+  // After a transport failure, not the same host again while there is
+  // another: the cluster may not have noticed yet that its node is gone.
+  auto avoid = st.hosts.take_failed(o->request_id, o->segment_id);
+  if (!avoid) {
+    if (auto hdl = known_host(self, o->butler)) {
+      send_to_host(self, std::move(o), hdl);
+      return;
+    }
+  }
+  self->request(reg, local_call, lookup_atom_v, o->butler, std::move(avoid))
+    .then(
+      [self, o](const caf::actor& hdl) {
+        remember_host(self, o->butler, hdl);
+        send_to_host(self, o, hdl);
+      },
+      [self, o](const caf::error&) {
+        on_transport_failure(self, *o, "target_unavailable",
+                             "no butler named '" + o->butler
+                               + "' is registered");
+      });
+}
+
+/// A butler's final route_response (or an immediate error response).
+void on_outcome(switchboard_ptr self, route_response r) {
+  tracker_actions out;
+  self->state.tracker->on_outcome(r, std::chrono::steady_clock::now(), out);
+  carry_out(self, std::move(out));
+}
+
+// -- planning -----------------------------------------------------------------
+
+/// The plan is stored (or was before): track the request and send out what
+/// is ready.
+void start_fanout(switchboard_ptr self, inbox_ref ref, claim_result claim,
+                  const named_result& rows) {
+  auto id = ref.request_id;
+  tracker_actions out;
+  self->state.hosts.drop_request(id);
+  self->state.tracker->start(std::move(ref), claim.lease_token,
+                             std::move(claim.record), rows, unix_now_us(),
+                             std::chrono::steady_clock::now(), out);
+  done_classifying(self, id);
+  carry_out(self, std::move(out));
+}
+
+/// Applies hard policy to `plan` (counting what it changed) and makes the
+/// statement that stores it (or finds the stored one).
+named_statement plan_statement(switchboard_ptr self, const inbox_ref& ref,
+                               const inbox_record& record, routing_plan& plan) {
+  auto& st = self->state;
+  named_statement stmt;
+  st.metrics.policy_reroutes->inc(
+    make_plan_statement(ref, record, st.routing.router.rules,
+                        st.cfg.fanout_mode, plan, stmt));
+  if (plan.fallback) {
+    st.metrics.fallback_to_general->inc();
+    if (plan.fallback_reason.rfind("router_parse_failure", 0) == 0)
+      st.metrics.router_parse_failure->inc();
+    spdlog::info("request {}: routed to general ({})", ref.request_id,
+                 plan.fallback_reason);
+  }
+  return stmt;
+}
+
+/// Persists the plan (or finds the stored one) and starts the fanout.
+void plan_ready(switchboard_ptr self, inbox_ref ref, claim_result claim,
+                routing_plan plan) {
+  auto stmt = plan_statement(self, ref, claim.record, plan);
+  self->request(self->state.writer, local_call, exec_atom_v, std::move(stmt))
+    .then(
+      [self, ref, claim](const named_result& rows) mutable {
+        start_fanout(self, std::move(ref), std::move(claim), rows);
+      },
+      [self, ref](const caf::error& err) {
+        // Still 'progress' with our lease: it expires and the cold path
+        // takes the request again.
+        spdlog::warn("request {}: plan not stored: {}", ref.request_id,
+                     to_string(err));
+        done_classifying(self, ref.request_id);
+      });
+}
+
+/// The cli router: the CLI runs on a detached actor of its own (its wait
+/// blocks); its answer is validated strictly, and anything wrong sends the
+/// request to general.
+void route_by_cli(switchboard_ptr self, inbox_ref ref, claim_result claim,
+                  std::vector<registry_entry> entries) {
+  auto& rc = self->state.routing.router;
+  auto family = parse_cli_family(rc.family).value_or(cli_family::claude);
+  subprocess_options opts;
+  opts.argv = rc.command.empty() ? default_command(family) : rc.command;
+  opts.stdin_data = cli_router_prompt(claim.record.normalized_text, entries);
+  opts.timeout = std::chrono::seconds{rc.timeout_s};
+  opts.max_output_bytes = rc.max_output_bytes;
+  opts.kill_grace = 1s;
+  auto text = claim.record.normalized_text;
+  auto proc = std::make_shared<subprocess>(std::move(opts));
+  auto runner = self->spawn<caf::detached>(
+    [](caf::blocking_actor* b, std::shared_ptr<subprocess> proc,
+       cli_family family) {
+      b->receive([&](caf::get_atom) {
+        return run_cli_router(*proc, family);
+      });
+    },
+    proc, family);
+  self
+    ->request(runner, std::chrono::seconds{rc.timeout_s} + 10s, caf::get_atom_v)
+    .then(
+      [self, ref, claim, text, entries](adapter_result& a) mutable {
+        auto plan = plan_from_cli_answer(a.ok ? a.text : std::string{}, text,
+                                         entries);
+        if (!a.ok && a.error_class == "router_failure")
+          plan.fallback_reason = "router_failure: " + a.message;
+        plan_ready(self, std::move(ref), std::move(claim), std::move(plan));
+      },
+      [self, ref, claim, text, entries, proc](const caf::error&) mutable {
+        proc->cancel();
+        auto plan = plan_from_cli_answer("", text, entries);
+        plan.fallback_reason = "router_failure: no answer";
+        plan_ready(self, std::move(ref), std::move(claim), std::move(plan));
+      });
+}
+
+/// Plans a claimed request and sends its subrequests out; frees the worker
+/// once they are.
+void route_claimed(switchboard_ptr self, inbox_ref ref, claim_result claim) {
+  auto id = ref.request_id;
+  with_registry(self, id,
+                [self, ref,
+                 claim](std::vector<registry_entry>& entries) mutable {
+                  auto& rc = self->state.routing.router;
+                  if (rc.kind == "cli") {
+                    route_by_cli(self, std::move(ref), std::move(claim),
+                                 std::move(entries));
+                    return;
+                  }
+                  auto plan = rules_plan(claim.record.normalized_text, entries,
+                                         rc.confidence_threshold);
+                  plan_ready(self, std::move(ref), std::move(claim),
+                             std::move(plan));
+                });
+}
+
+/// A claim and a plan sent to the writer together, answered in either
+/// order: the worker is freed once, and the fanout starts once both are in.
+struct claim_and_plan {
+  inbox_ref ref;
+  bool over = false;
+  bool claim_known = false;
+  std::optional<claim_result> claim;
+  std::optional<named_result> rows;
+  std::string plan_error;
+
+  void settle(switchboard_ptr self) {
+    if (over || !claim_known)
+      return;
+    if (!claim) {
+      // Not ours (or not answered): still 'accepted' or someone else's;
+      // the cold path or its holder takes it.
+      over = true;
+      done_classifying(self, ref.request_id);
+    } else if (!plan_error.empty()) {
+      // Claimed but not planned: the lease expires and the cold path plans
+      // it again.
+      over = true;
+      spdlog::warn("request {}: plan not stored: {}", ref.request_id,
+                   plan_error);
+      done_classifying(self, ref.request_id);
+    } else if (rows) {
+      over = true;
+      start_fanout(self, ref, std::move(*claim), *rows);
+    }
+  }
+};
+
+/// Plans a request from the record stored at ingest and sends its claim and
+/// its plan to the writer together (one commit when they share a batch; the
+/// plan is stored only for a request in progress); then as `route_claimed`.
+void plan_and_claim(switchboard_ptr self, inbox_ref ref,
+                    std::shared_ptr<const inbox_record> record) {
+  auto id = ref.request_id;
+  with_registry(self, id,
+                [self, ref, record](std::vector<registry_entry>& entries) {
+                  auto& st = self->state;
+                  auto plan = rules_plan(record->normalized_text, entries,
+                                         st.routing.router
+                                           .confidence_threshold);
+                  auto stmt = plan_statement(self, ref, *record, plan);
+                  auto ps = std::make_shared<claim_and_plan>();
+                  ps->ref = ref;
+                  self->request(st.writer, local_call, claim_atom_v, ref)
+                    .then(
+                      [self, ps](claim_result& claim) {
+                        ps->claim_known = true;
+                        if (claim.claimed)
+                          ps->claim = std::move(claim);
+                        ps->settle(self);
+                      },
+                      [self, ps](const caf::error&) {
+                        ps->claim_known = true;
+                        ps->settle(self);
+                      });
+                  self
+                    ->request(st.writer, local_call, exec_atom_v,
+                              std::move(stmt))
+                    .then(
+                      [self, ps](named_result& rows) {
+                        ps->rows = std::move(rows);
+                        ps->settle(self);
+                      },
+                      [self, ps](const caf::error& err) {
+                        ps->plan_error = to_string(err);
+                        if (ps->plan_error.empty())
+                          ps->plan_error = "storage error";
+                        ps->settle(self);
+                      });
+                  // The plan is made: the worker is free for the next request
+                  // while these commit.
+                  free_worker(self, ref.request_id);
+                });
+}
+
+// -- leases and operators -----------------------------------------------------
+
+/// Renews the inbox leases of tracked requests; one whose lease is gone is
+/// tracked no longer.
+void renew_leases(switchboard_ptr self) {
+  auto& st = self->state;
+  for (auto& [ref, token] : st.tracker->leases()) {
+    named_statement stmt{"inbox_renew",
+                         {ref.request_id, std::to_string(ref.received_at_us),
+                          std::to_string(token),
+                          std::to_string(st.cfg.lease_s)}};
+    auto rid = ref.request_id;
+    self->request(st.writer, local_call, exec_atom_v, std::move(stmt))
+      .then(
+        [self, rid](const named_result& r) {
+          // Cancelled by an operator or taken over. Its subrequests keep
+          // running: whoever holds the request now re-sends the same
+          // attempts and takes their outcomes (an operator's cancel stops
+          // them itself).
+          if (!r.rows.empty()
+              || !self->state.tracker->drop_unless_finishing(rid))
+            return;
+          spdlog::info("request {}: lease gone, no longer tracked here", rid);
+          self->state.hosts.drop_request(rid);
+          pump(self);
+        },
+        [](const caf::error&) {});
+  }
+}
+
+/// Cold path: offers what the scanner found, as much as fits the queue.
+uint32_t enqueue_cold(switchboard_ptr self, std::vector<inbox_record>& recs) {
+  auto& st = self->state;
+  uint32_t taken = 0;
+  for (auto& rec : recs) {
+    inbox_ref ref{rec.context.request_id, rec.context.received_at_us};
+    auto key = order_key_of(rec.context);
+    if (!offer(self, std::move(ref), std::move(key),
+               std::make_shared<inbox_record>(std::move(rec))))
+      break;
+    ++taken;
+  }
+  st.metrics.enqueued_cold->inc(taken);
+  st.metrics.recovered->inc(taken);
+  if (taken < recs.size())
+    st.overflowed = true;
+  pump(self);
+  return taken;
+}
+
+/// Every second: expire what is due; every `lease_s / 3`: renew leases.
+void tick(switchboard_ptr self) {
+  auto& st = self->state;
+  tracker_actions out;
+  st.tracker->expire_due(std::chrono::steady_clock::now(), out);
+  carry_out(self, std::move(out));
+  if (++st.ticks % std::max<uint32_t>(1, st.cfg.lease_s / 3) == 0)
+    renew_leases(self);
+  self->delayed_send(self, std::chrono::seconds{1}, caf::tick_atom_v);
+}
+
+/// The audited statement of an operator action, or why it is refused.
+caf::expected<named_statement> operator_statement(const std::string& action,
+                                                  const std::string& request_id,
+                                                  const std::string& who,
+                                                  const std::string& why,
+                                                  const std::string& arg) {
+  if (who.empty() || why.empty())
+    return caf::error{butlers_errc::validation_error,
+                      std::string{"'who' and 'why' are required (audit)"}};
+  if (action == "replay")
+    return named_statement{"request_replay", {request_id, who, why}};
+  if (action == "cancel")
+    return named_statement{"request_cancel", {request_id, who, why}};
+  if (action == "force_complete") {
+    if (arg != "parsed" && arg != "errored")
+      return caf::error{butlers_errc::validation_error,
+                        std::string{"state must be 'parsed' or 'errored'"}};
+    return named_statement{"request_force_complete",
+                           {request_id, who, why, arg}};
+  }
+  if (action == "reroute") {
+    auto eq = arg.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == arg.size())
+      return caf::error{butlers_errc::validation_error,
+                        std::string{"reroute needs segment_id and butler"}};
+    return named_statement{"request_reroute",
+                           {request_id, who, why, arg.substr(0, eq),
+                            arg.substr(eq + 1)}};
+  }
+  return caf::error{butlers_errc::not_found, "unknown action " + action};
+}
+
+/// Offers a replayed request (its stored row `received_at`) to the hot path.
+void offer_replayed(switchboard_ptr self, const std::string& request_id,
+                    const std::string& received_at) {
+  inbox_ref ref{request_id, std::stoll(received_at)};
+  if (offer(self, ref))
+    pump(self);
+}
+
+/// The reroute is stored: a segment that has not gone out takes the new
+/// target; a request that already errored is replayed to run it.
+void rerouted(switchboard_ptr self, caf::response_promise rp,
+              const std::string& request_id, const std::string& who,
+              const std::string& why, const std::string& arg,
+              const std::string& state) {
+  auto eq = arg.find('=');
+  self->state.tracker->reroute(request_id, arg.substr(0, eq),
+                               arg.substr(eq + 1));
+  if (state != "errored") {
+    rp.deliver(std::string{R"({"result":"rerouted","replayed":false})"});
+    return;
+  }
+  // Run the new target: replay the request, same lineage.
+  self
+    ->request(self->state.writer, local_call, exec_atom_v,
+              named_statement{"request_replay", {request_id, who, why}})
+    .then(
+      [self, rp, request_id](const named_result& rr) mutable {
+        if (!rr.rows.empty())
+          offer_replayed(self, request_id, rr.rows[0][0]);
+        rp.deliver(std::string{R"({"result":"rerouted","replayed":true})"});
+      },
+      [rp](const caf::error& err) mutable {
+        rp.deliver(err);
+      });
+}
+
+/// Operator actions (replay, cancel, force_complete, reroute), audited.
+caf::result<std::string> operate(switchboard_ptr self,
+                                 const std::string& action,
+                                 const std::string& request_id,
+                                 const std::string& who, const std::string& why,
+                                 const std::string& arg) {
+  auto stmt = operator_statement(action, request_id, who, why, arg);
+  if (!stmt)
+    return std::move(stmt.error());
+  auto rp = self->make_response_promise<std::string>();
+  self->request(self->state.writer, local_call, exec_atom_v, std::move(*stmt))
+    .then(
+      [self, rp, action, request_id, who, why,
+       arg](const named_result& r) mutable {
+        auto& st = self->state;
+        if (r.rows.empty()) {
+          rp.deliver(caf::error{butlers_errc::conflict,
+                                action + " refused for request " + request_id
+                                  + ": not in a state that allows it"});
+          return;
+        }
+        if (action == "replay") {
+          offer_replayed(self, request_id, r.rows[0][0]);
+          rp.deliver(R"({"result":"replayed","subrequests":)" + r.rows[0][1]
+                     + "}");
+          return;
+        }
+        if (action == "reroute") {
+          rerouted(self, rp, request_id, who, why, arg, r.rows[0][0]);
+          return;
+        }
+        // cancel, force_complete: whatever runs here for it stops.
+        tracker_actions out;
+        st.tracker->cancel(request_id, out);
+        st.hosts.drop_request(request_id);
+        if (action == "cancel")
+          st.metrics.lifecycle_cancelled->inc();
+        rp.deliver(action == "cancel" ? std::string{R"({"result":"cancelled"})"}
+                                      : R"({"result":"completed","state":)"
+                                          + json::quote(arg) + "}");
+        carry_out(self, std::move(out));
+        pump(self);
+      },
+      [rp](const caf::error& err) mutable {
+        rp.deliver(err);
+      });
+  return rp;
+}
+
+} // namespace
+
 switchboard_actor::behavior_type switchboard(switchboard_ptr self,
                                              switchboard_config cfg,
                                              routing_settings routing,
@@ -354,95 +1036,9 @@ switchboard_actor::behavior_type switchboard(switchboard_ptr self,
   st.writer = std::move(writer);
   st.writes.set_writer(st.writer);
   st.ctx = std::move(ctx);
-  auto& m = st.ctx->metrics;
-  st.received = &m.get_counter("butlers_switchboard_message_received",
-                               "Requests accepted and stored");
-  st.deduplicated = &m.get_counter("butlers_switchboard_message_deduplicated",
-                                   "Requests answered with an earlier "
-                                   "request's id");
-  st.overload_rejected
-    = &m.get_counter("butlers_switchboard_message_overload_rejected",
-                     "Requests rejected by admission control (429)");
-  st.enqueued_hot = &m.get_counter("butlers_buffer_enqueue_total",
-                                   "Messages put on the in-memory queue",
-                                   "path=\"hot\"");
-  st.enqueued_cold = &m.get_counter("butlers_buffer_enqueue_total",
-                                    "Messages put on the in-memory queue",
-                                    "path=\"cold\"");
-  st.backpressure = &m.get_counter("butlers_buffer_backpressure_total",
-                                   "Stored messages left to the cold path "
-                                   "because the queue was full");
-  st.recovered = &m.get_counter("butlers_buffer_scanner_recovered_total",
-                                "Messages re-enqueued by the cold path");
-  st.lease_lost = &m.get_counter("butlers_buffer_lease_lost_total",
-                                 "Completions refused because the lease had "
-                                 "passed to another worker");
-  st.lifecycle_parsed = &m.get_counter("butlers_switchboard_lifecycle_"
-                                       "transition",
-                                       "Lifecycle transitions by target state",
-                                       "lifecycle_state=\"parsed\"");
-  st.lifecycle_errored = &m.get_counter("butlers_switchboard_lifecycle_"
-                                        "transition",
-                                        "Lifecycle transitions by target "
-                                        "state",
-                                        "lifecycle_state=\"errored\"");
-  st.lifecycle_cancelled = &m.get_counter("butlers_switchboard_lifecycle_"
-                                          "transition",
-                                          "Lifecycle transitions by target "
-                                          "state",
-                                          "lifecycle_state=\"cancelled\"");
-  st.fallback_to_general = &m.get_counter("butlers_switchboard_fallback_to_"
-                                          "general",
-                                          "Requests routed whole to general "
-                                          "(no match, low confidence, router "
-                                          "failure, policy)");
-  st.router_parse_failure = &m.get_counter("butlers_switchboard_router_parse_"
-                                           "failure",
-                                           "Router outputs that did not "
-                                           "validate");
-  st.retries = &m.get_counter("butlers_switchboard_route_retries_total",
-                              "Subrequests dispatched again after a "
-                              "retryable failure");
-  st.dead_letters = &m.get_counter("butlers_switchboard_dead_letters_total",
-                                   "Subrequests moved to dead_letters after "
-                                   "their retries");
-  st.budget_exhausted = &m.get_counter("butlers_switchboard_budget_exhausted_"
-                                       "total",
-                                       "Requests ended by their wall-clock or "
-                                       "invocation budget");
-  st.route_timeouts = &m.get_counter("butlers_switchboard_route_timeouts_"
-                                     "total",
-                                     "Subrequests without a route_response "
-                                     "within route_timeout_s");
-  st.overload_waits = &m.get_counter("butlers_switchboard_overload_waits_"
-                                     "total",
-                                     "Dispatches a full butler refused "
-                                     "(overload_rejected); the subrequest "
-                                     "waits for room");
-  st.segments_waiting = &m.get_gauge("butlers_switchboard_segments_waiting",
-                                     "Subrequests waiting for room at a full "
-                                     "butler");
-  st.policy_reroutes = &m.get_counter("butlers_switchboard_policy_reroutes_"
-                                      "total",
-                                      "Segments re-targeted by "
-                                      "[[router.rule]]");
-  st.in_progress = &m.get_gauge("butlers_switchboard_requests_in_progress",
-                                "Requests whose subrequests are out");
-  st.metrics = &m;
-  st.notify_handed = &m.get_counter("butlers_switchboard_notify_total",
-                                    "notify.v1 handed to the messenger",
-                                    "outcome=\"accepted\"");
-  st.notify_rejected = &m.get_counter("butlers_switchboard_notify_total",
-                                      "notify.v1 handed to the messenger",
-                                      "outcome=\"rejected\"");
-  st.queue_depth = &m.get_gauge("butlers_buffer_queue_depth",
-                                "Messages in the in-memory queue");
-  st.inflight_requests = &m.get_gauge("butlers_switchboard_inflight_requests",
-                                      "Ingest requests waiting for their "
-                                      "commit");
-  st.process_latency = &m.get_histogram("butlers_buffer_process_latency_ms",
-                                        "From received_at to the start of "
-                                        "processing");
+  st.metrics = switchboard_metrics{st.ctx->metrics};
+  st.tracker.emplace(st.cfg, st.routing.policies, st.ctx->metrics);
+  st.hot.emplace(st.cfg.queue_capacity);
   self->delayed_send(self, std::chrono::seconds{1}, caf::tick_atom_v);
   return {
     [self](ingest_atom, inbox_record& rec) -> caf::result<append_result> {
@@ -471,22 +1067,7 @@ switchboard_actor::behavior_type switchboard(switchboard_ptr self,
       return rp;
     },
     [self](enqueue_atom, std::vector<inbox_record>& recs) {
-      auto& st = self->state;
-      uint32_t taken = 0;
-      for (auto& rec : recs) {
-        inbox_ref ref{rec.context.request_id, rec.context.received_at_us};
-        auto key = order_key_of(rec.context);
-        if (!offer(self, std::move(ref), std::move(key),
-                   std::make_shared<inbox_record>(std::move(rec))))
-          break;
-        ++taken;
-      }
-      st.enqueued_cold->inc(taken);
-      st.recovered->inc(taken);
-      if (taken < recs.size())
-        st.overflowed = true;
-      pump(self);
-      return taken;
+      return enqueue_cold(self, recs);
     },
     [self](deliver_atom, std::string& notify) -> caf::result<route_response> {
       auto rp = self->make_response_promise<route_response>();
@@ -506,17 +1087,17 @@ switchboard_actor::behavior_type switchboard(switchboard_ptr self,
     },
     [self](retry_atom, const std::string& request_id,
            const std::string& segment_id) {
-      on_retry(self, request_id, segment_id);
+      tracker_actions out;
+      self->state.tracker->on_retry(request_id, segment_id,
+                                    std::chrono::steady_clock::now(), out);
+      carry_out(self, std::move(out));
     },
     [self](caf::tick_atom) {
-      auto& st = self->state;
-      expire_due(self);
-      if (++st.ticks % std::max<uint32_t>(1, st.cfg.lease_s / 3) == 0)
-        renew_leases(self);
-      self->delayed_send(self, std::chrono::seconds{1}, caf::tick_atom_v);
+      tick(self);
     },
     [self](circuit_atom, const std::string& name, bool available) {
-      on_host_change(self, name, available);
+      self->state.tracker->on_host_change(name, available,
+                                          std::chrono::steady_clock::now());
     },
     [self](refill_atom, caf::actor& scanner) {
       self->state.scanner = std::move(scanner);
