@@ -22,6 +22,7 @@
 
 #include "runtime/ingest.hpp"
 #include "runtime/json.hpp"
+#include "runtime/operator_action.hpp"
 #include "runtime/threads.hpp"
 
 namespace butlers {
@@ -725,13 +726,8 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
                    butlers_errc::not_found, "no request " + id);
       return;
     }
-    static const std::map<std::string, std::string>
-      actions{{"replay", "replay"},
-              {"cancel", "cancel"},
-              {"force-complete", "force_complete"},
-              {"reroute", "reroute"}};
-    auto a = actions.find(action);
-    if (method != restinio::http_method_post() || a == actions.end()) {
+    auto verb = parse_operator_verb(action);
+    if (method != restinio::http_method_post() || !verb) {
       respond_error(req, butlers_errc::not_found,
                     "no route for " + std::string{method.c_str()}
                       + " /v1/requests/" + rest);
@@ -749,13 +745,17 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
                ? std::string{i->value.GetString()}
                : std::string{};
     };
-    auto who = field("who");
-    auto why = field("why");
-    std::string arg;
-    if (a->second == "force_complete")
-      arg = field("state");
-    if (a->second == "reroute")
-      arg = field("segment_id") + "=" + field("butler");
+    operator_action op;
+    op.verb = *verb;
+    op.request_id = id;
+    op.who = field("who");
+    op.why = field("why");
+    if (op.verb == operator_verb::force_complete)
+      op.state = field("state");
+    if (op.verb == operator_verb::reroute) {
+      op.segment_id = field("segment_id");
+      op.butler = field("butler");
+    }
     auto sb = caf::actor_cast<switchboard_actor>(ctx->switchboard());
     if (!sb) {
       respond_error(req, butlers_errc::database_unavailable,
@@ -766,9 +766,8 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
     sys.spawn(
       [](caf::event_based_actor* bridge, std::shared_ptr<impl> self_ptr,
          request_handle req, switchboard_actor sb,
-         std::chrono::milliseconds timeout, std::string action, std::string id,
-         std::string who, std::string why, std::string arg) {
-        bridge->request(sb, timeout, operate_atom_v, action, id, who, why, arg)
+         std::chrono::milliseconds timeout, operator_action op) {
+        bridge->request(sb, timeout, operate_atom_v, std::move(op))
           .then(
             [self_ptr, req](const std::string& body) {
               self_ptr->respond(req, restinio::status_ok(), body, json_type,
@@ -778,7 +777,7 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
               self_ptr->fail(req, err);
             });
       },
-      shared_from_this(), req, sb, timeout, a->second, id, who, why, arg);
+      shared_from_this(), req, sb, timeout, std::move(op));
   }
 
   // -- threads (spec 003) -----------------------------------------------------

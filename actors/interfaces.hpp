@@ -116,12 +116,10 @@ using switchboard_actor = caf::typed_actor<
   /// A butler's final route_response for a subrequest it accepted (the
   /// route.execute reply_to).
   caf::reacts_to<done_atom, route_response>,
-  /// Operator action on a request: (action, request_id, who, why, arg) with
-  /// action replay | cancel | force_complete | reroute; answers a JSON
-  /// result, or `conflict` when the request is not in a state that allows
-  /// it. Every call is audited.
-  caf::replies_to<operate_atom, std::string, std::string, std::string,
-                  std::string, std::string>::with<std::string>,
+  /// Operator action on a request (replay | cancel | force_complete |
+  /// reroute); answers a JSON result, or `conflict` when the request is not
+  /// in a state that allows it. Every call is audited.
+  caf::replies_to<operate_atom, operator_action>::with<std::string>,
   /// INTERNAL: a segment's backoff passed (request_id, segment_id).
   caf::reacts_to<retry_atom, std::string, std::string>,
   /// INTERNAL: every second, expires what is past its route timeout or

@@ -22,6 +22,8 @@
 #include <spdlog/spdlog.h>
 
 #include "runtime/cli_output.hpp"
+#include "runtime/json.hpp"
+#include "runtime/operator_action.hpp"
 #include "runtime/route.hpp"
 #include "runtime/router.hpp"
 #include "runtime/scripted.hpp"
@@ -906,38 +908,6 @@ void tick(switchboard_ptr self) {
   self->delayed_send(self, std::chrono::seconds{1}, caf::tick_atom_v);
 }
 
-/// The audited statement of an operator action, or why it is refused.
-caf::expected<named_statement> operator_statement(const std::string& action,
-                                                  const std::string& request_id,
-                                                  const std::string& who,
-                                                  const std::string& why,
-                                                  const std::string& arg) {
-  if (who.empty() || why.empty())
-    return caf::error{butlers_errc::validation_error,
-                      std::string{"'who' and 'why' are required (audit)"}};
-  if (action == "replay")
-    return named_statement{"request_replay", {request_id, who, why}};
-  if (action == "cancel")
-    return named_statement{"request_cancel", {request_id, who, why}};
-  if (action == "force_complete") {
-    if (arg != "parsed" && arg != "errored")
-      return caf::error{butlers_errc::validation_error,
-                        std::string{"state must be 'parsed' or 'errored'"}};
-    return named_statement{"request_force_complete",
-                           {request_id, who, why, arg}};
-  }
-  if (action == "reroute") {
-    auto eq = arg.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == arg.size())
-      return caf::error{butlers_errc::validation_error,
-                        std::string{"reroute needs segment_id and butler"}};
-    return named_statement{"request_reroute",
-                           {request_id, who, why, arg.substr(0, eq),
-                            arg.substr(eq + 1)}};
-  }
-  return caf::error{butlers_errc::not_found, "unknown action " + action};
-}
-
 /// Offers a replayed request (its stored row `received_at`) to the hot path.
 void offer_replayed(switchboard_ptr self, const std::string& request_id,
                     const std::string& received_at) {
@@ -949,12 +919,8 @@ void offer_replayed(switchboard_ptr self, const std::string& request_id,
 /// The reroute is stored: a segment that has not gone out takes the new
 /// target; a request that already errored is replayed to run it.
 void rerouted(switchboard_ptr self, caf::response_promise rp,
-              const std::string& request_id, const std::string& who,
-              const std::string& why, const std::string& arg,
-              const std::string& state) {
-  auto eq = arg.find('=');
-  self->state.tracker->reroute(request_id, arg.substr(0, eq),
-                               arg.substr(eq + 1));
+              const operator_action& x, const std::string& state) {
+  self->state.tracker->reroute(x.request_id, x.segment_id, x.butler);
   if (state != "errored") {
     rp.deliver(std::string{R"({"result":"rerouted","replayed":false})"});
     return;
@@ -962,11 +928,11 @@ void rerouted(switchboard_ptr self, caf::response_promise rp,
   // Run the new target: replay the request, same lineage.
   self
     ->request(self->state.writer, local_call, exec_atom_v,
-              named_statement{"request_replay", {request_id, who, why}})
+              named_statement{"request_replay", {x.request_id, x.who, x.why}})
     .then(
-      [self, rp, request_id](const named_result& rr) mutable {
+      [self, rp, id = x.request_id](const named_result& rr) mutable {
         if (!rr.rows.empty())
-          offer_replayed(self, request_id, rr.rows[0][0]);
+          offer_replayed(self, id, rr.rows[0][0]);
         rp.deliver(std::string{R"({"result":"rerouted","replayed":true})"});
       },
       [rp](const caf::error& err) mutable {
@@ -975,45 +941,42 @@ void rerouted(switchboard_ptr self, caf::response_promise rp,
 }
 
 /// Operator actions (replay, cancel, force_complete, reroute), audited.
-caf::result<std::string> operate(switchboard_ptr self,
-                                 const std::string& action,
-                                 const std::string& request_id,
-                                 const std::string& who, const std::string& why,
-                                 const std::string& arg) {
-  auto stmt = operator_statement(action, request_id, who, why, arg);
+caf::result<std::string> operate(switchboard_ptr self, operator_action x) {
+  auto stmt = statement_for(x);
   if (!stmt)
     return std::move(stmt.error());
   auto rp = self->make_response_promise<std::string>();
   self->request(self->state.writer, local_call, exec_atom_v, std::move(*stmt))
     .then(
-      [self, rp, action, request_id, who, why,
-       arg](const named_result& r) mutable {
+      [self, rp, x](const named_result& r) mutable {
         auto& st = self->state;
         if (r.rows.empty()) {
           rp.deliver(caf::error{butlers_errc::conflict,
-                                action + " refused for request " + request_id
+                                std::string{to_string(x.verb)}
+                                  + " refused for request " + x.request_id
                                   + ": not in a state that allows it"});
           return;
         }
-        if (action == "replay") {
-          offer_replayed(self, request_id, r.rows[0][0]);
+        if (x.verb == operator_verb::replay) {
+          offer_replayed(self, x.request_id, r.rows[0][0]);
           rp.deliver(R"({"result":"replayed","subrequests":)" + r.rows[0][1]
                      + "}");
           return;
         }
-        if (action == "reroute") {
-          rerouted(self, rp, request_id, who, why, arg, r.rows[0][0]);
+        if (x.verb == operator_verb::reroute) {
+          rerouted(self, rp, x, r.rows[0][0]);
           return;
         }
         // cancel, force_complete: whatever runs here for it stops.
         tracker_actions out;
-        st.tracker->cancel(request_id, out);
-        st.hosts.drop_request(request_id);
-        if (action == "cancel")
+        st.tracker->cancel(x.request_id, out);
+        st.hosts.drop_request(x.request_id);
+        if (x.verb == operator_verb::cancel)
           st.metrics.lifecycle_cancelled->inc();
-        rp.deliver(action == "cancel" ? std::string{R"({"result":"cancelled"})"}
-                                      : R"({"result":"completed","state":)"
-                                          + json::quote(arg) + "}");
+        rp.deliver(x.verb == operator_verb::cancel
+                     ? std::string{R"({"result":"cancelled"})"}
+                     : R"({"result":"completed","state":)"
+                         + json::quote(x.state) + "}");
         carry_out(self, std::move(out));
         pump(self);
       },
@@ -1080,10 +1043,8 @@ switchboard_actor::behavior_type switchboard(switchboard_ptr self,
     [self](done_atom, route_response& r) {
       on_outcome(self, std::move(r));
     },
-    [self](operate_atom, const std::string& action,
-           const std::string& request_id, const std::string& who,
-           const std::string& why, const std::string& arg) {
-      return operate(self, action, request_id, who, why, arg);
+    [self](operate_atom, operator_action& x) {
+      return operate(self, std::move(x));
     },
     [self](retry_atom, const std::string& request_id,
            const std::string& segment_id) {

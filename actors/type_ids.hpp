@@ -8,6 +8,7 @@
 
 #include "runtime/error.hpp"
 #include "runtime/messages.hpp"
+#include "runtime/operator_action.hpp"
 #include "runtime/threads.hpp"
 
 CAF_BEGIN_TYPE_ID_BLOCK(butlers, caf::first_custom_type_id)
@@ -62,6 +63,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(butlers, caf::first_custom_type_id)
 
   CAF_ADD_TYPE_ID(butlers, (butlers::request_context))
   CAF_ADD_TYPE_ID(butlers, (butlers::db_status))
+  CAF_ADD_TYPE_ID(butlers, (butlers::operator_action))
   CAF_ADD_TYPE_ID(butlers, (butlers::inbox_record))
   CAF_ADD_TYPE_ID(butlers, (butlers::append_result))
   CAF_ADD_TYPE_ID(butlers, (std::vector<butlers::append_result>))

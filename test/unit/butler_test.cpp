@@ -179,8 +179,7 @@ switchboard_actor::behavior_type fake_switchboard(
       return r;
     },
     [](done_atom, route_response&) {},
-    [](operate_atom, const std::string&, const std::string&, const std::string&,
-       const std::string&, const std::string&) -> caf::result<std::string> {
+    [](operate_atom, operator_action&) -> caf::result<std::string> {
       return caf::error{butlers_errc::internal_error, "not used"};
     },
     [](retry_atom, const std::string&, const std::string&) {},

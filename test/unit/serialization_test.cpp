@@ -61,6 +61,23 @@ TEST_F(Serialization, RequestContext) {
   EXPECT_EQ(round_trip(x), x);
 }
 
+TEST_F(Serialization, OperatorAction) {
+  operator_action x;
+  x.verb = operator_verb::reroute;
+  x.request_id = "r-1";
+  x.who = "ops";
+  x.why = "wrong butler";
+  x.segment_id = "seg-2";
+  x.butler = "health";
+  auto y = round_trip(x);
+  EXPECT_EQ(y.verb, operator_verb::reroute);
+  EXPECT_EQ(y.request_id, "r-1");
+  EXPECT_EQ(y.who, "ops");
+  EXPECT_EQ(y.why, "wrong butler");
+  EXPECT_EQ(y.segment_id, "seg-2");
+  EXPECT_EQ(y.butler, "health");
+}
+
 TEST_F(Serialization, DbStatus) {
   db_status x{true, true, "last: broken pipe", 42, 4200};
   auto y = round_trip(x);
