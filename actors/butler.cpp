@@ -146,7 +146,7 @@ void notify_then_write(butler_ptr self, session_outcome out,
     out.response.retryable = true;
     write_outcome(self, std::move(out));
   };
-  auto sb = caf::actor_cast<switchboard_actor>(st.ctx->switchboard());
+  auto sb = st.ctx->switchboard();
   if (!sb) {
     give_up(std::move(out), "no switchboard on this node");
     return;

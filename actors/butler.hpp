@@ -14,11 +14,11 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/interfaces.hpp"
+#include "actors/node_context.hpp"
 #include "actors/session.hpp"
 #include "actors/writer_client.hpp"
 #include "runtime/config.hpp"
 #include "runtime/cron.hpp"
-#include "runtime/node_status.hpp"
 
 namespace butlers {
 

@@ -49,7 +49,7 @@ void apply_changes(cluster_ptr self, const std::vector<registry_entry>& xs) {
   auto& st = self->state;
   if (!st.cfg.switchboard)
     return;
-  auto sb = caf::actor_cast<switchboard_actor>(st.ctx->switchboard());
+  auto sb = st.ctx->switchboard();
   for (auto& e : xs) {
     spdlog::info("cluster: butler {} is {} (hosts: {})", e.name,
                  e.status == "active" ? "routable" : "not routable",
@@ -57,6 +57,16 @@ void apply_changes(cluster_ptr self, const std::vector<registry_entry>& xs) {
     if (sb)
       caf::anon_send(sb, circuit_atom_v, e.name, e.status == "active");
   }
+}
+
+/// A peer's butler handles as they came over the wire (a `cluster_hello`
+/// carries untyped handles), typed for the registry.
+std::vector<butler_actor> butler_handles(const cluster_hello& hello) {
+  std::vector<butler_actor> out;
+  out.reserve(hello.handles.size());
+  for (auto& h : hello.handles)
+    out.push_back(caf::actor_cast<butler_actor>(h));
+  return out;
 }
 
 /// Writes a peer's butlers into the registry with its current status.
@@ -68,7 +78,7 @@ void register_peer(cluster_ptr self, const cluster_state::peer& p) {
   auto status = p.status;
   self
     ->request(st.registry, hello_timeout, register_atom_v, node,
-              p.hello.entries, p.hello.handles)
+              p.hello.entries, butler_handles(p.hello))
     .then(
       [self, node, status](std::vector<registry_entry>& changes) {
         if (status == "active") {
@@ -112,7 +122,7 @@ void pick_switchboard(cluster_ptr self) {
       sb = p.hello.switchboard;
       break;
     }
-  st.ctx->set_switchboard(sb);
+  st.ctx->set_switchboard(caf::actor_cast<switchboard_actor>(sb));
 }
 
 void dial_later(cluster_ptr self, const std::string& address) {
@@ -219,10 +229,10 @@ void dialer(caf::blocking_actor* self, cluster_actor parent,
   auto hdl = tls ? caf::openssl::remote_actor<cluster_actor>(sys, host, port)
                  : sys.middleman().remote_actor<cluster_actor>(host, port);
   if (hdl)
-    caf::anon_send(parent, peer_atom_v, address,
-                   caf::actor_cast<caf::actor>(*hdl), std::string{});
+    caf::anon_send(parent, peer_atom_v, address, cluster_peer_actor{*hdl},
+                   std::string{});
   else
-    caf::anon_send(parent, peer_atom_v, address, caf::actor{},
+    caf::anon_send(parent, peer_atom_v, address, cluster_peer_actor{},
                    sys.render(hdl.error()));
 }
 
@@ -247,13 +257,13 @@ cluster_actor::behavior_type cluster(
       accept_peer(self, std::move(hello), {});
       return self->state.local;
     },
-    [self](local_atom, cluster_hello& hello, caf::actor& reg) {
+    [self](local_atom, cluster_hello& hello, registry_actor& reg) {
       auto& st = self->state;
       hello.node = st.node;
       hello.cluster = caf::actor_cast<caf::actor>(self);
       st.local = std::move(hello);
       ++st.local_version;
-      st.registry = caf::actor_cast<registry_actor>(reg);
+      st.registry = std::move(reg);
       // A new group: a new registry to fill, new handles to announce.
       for (auto& [name, p] : st.peers) {
         register_peer(self, p);
@@ -266,7 +276,7 @@ cluster_actor::behavior_type cluster(
       auto me = caf::actor_cast<cluster_actor>(self);
       self->system().spawn(dialer, me, address, self->state.cfg.tls());
     },
-    [self](peer_atom, const std::string& address, caf::actor& hdl,
+    [self](peer_atom, const std::string& address, cluster_peer_actor& hdl,
            const std::string& error) {
       if (!hdl) {
         auto n = self->state.failures[address];
@@ -277,7 +287,7 @@ cluster_actor::behavior_type cluster(
         dial_later(self, address);
         return;
       }
-      say_hello(self, hdl, address);
+      say_hello(self, caf::actor_cast<caf::actor>(hdl), address);
     },
     [self](expire_atom, const std::string& name, uint64_t epoch) {
       auto& st = self->state;

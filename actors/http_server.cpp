@@ -359,7 +359,7 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
                       + std::to_string(settings.http.max_body_bytes) + ")");
       return;
     }
-    auto sb = caf::actor_cast<switchboard_actor>(ctx->switchboard());
+    auto sb = ctx->switchboard();
     if (!sb) {
       respond_error(req,
                     ctx->status.database_configured
@@ -521,7 +521,7 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
     return {
       [self, srv, sh](ingest_atom, std::vector<inbox_record>& batch,
                       std::vector<uint64_t>& tokens) {
-        auto sb = caf::actor_cast<switchboard_actor>(srv->ctx->switchboard());
+        auto sb = srv->ctx->switchboard();
         if (!sb) {
           for (auto token : tokens)
             srv->ingest_failed(*sh, token, butlers_errc::database_unavailable,
@@ -571,7 +571,7 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
   /// {name}/work/{work_id}/cancel cancels a work item.
   void butlers_api(const request_handle& req, std::string rest,
                    const restinio::http_method_id_t& method) {
-    auto reg = caf::actor_cast<registry_actor>(ctx->registry());
+    auto reg = ctx->registry();
     if (!reg) {
       respond_error(req, butlers_errc::target_unavailable,
                     ctx->status.database_configured
@@ -655,8 +655,7 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
          std::string work_id) {
         bridge->request(reg, timeout, lookup_atom_v, name)
           .then(
-            [=](const caf::actor& hdl) {
-              auto b = caf::actor_cast<butler_actor>(hdl);
+            [=](const butler_actor& b) {
               if (!work_id.empty()) {
                 bridge->request(b, timeout, cancel_atom_v, work_id)
                   .then(
@@ -756,7 +755,7 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
       op.segment_id = field("segment_id");
       op.butler = field("butler");
     }
-    auto sb = caf::actor_cast<switchboard_actor>(ctx->switchboard());
+    auto sb = ctx->switchboard();
     if (!sb) {
       respond_error(req, butlers_errc::database_unavailable,
                     "the switchboard is restarting");
@@ -784,7 +783,7 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
 
   /// The thread directory, or an answer saying why there is none.
   thread_directory_actor directory(const request_handle& req) {
-    auto dir = caf::actor_cast<thread_directory_actor>(ctx->threads());
+    auto dir = ctx->threads();
     if (!dir)
       respond_error(req,
                     ctx->status.database_configured
@@ -1029,7 +1028,7 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
   /// failed read) is answered `missing_code` with `missing`.
   void respond_read(const request_handle& req, named_statement stmt,
                     butlers_errc missing_code, std::string missing) {
-    auto reader = caf::actor_cast<db_reader_actor>(ctx->reader());
+    auto reader = ctx->reader();
     if (!reader) {
       respond_error(req, butlers_errc::database_unavailable,
                     "no database reader on this node");

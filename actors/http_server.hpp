@@ -8,8 +8,8 @@
 #include <caf/fwd.hpp>
 
 #include "actors/interfaces.hpp"
+#include "actors/node_context.hpp"
 #include "runtime/config.hpp"
-#include "runtime/node_status.hpp"
 
 namespace butlers {
 

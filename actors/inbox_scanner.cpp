@@ -136,7 +136,7 @@ inbox_scanner_actor::behavior_type inbox_scanner(
     "butlers_buffer_scanner_refills_total",
     "Sweeps run at once because the hot queue overflowed and drained");
   // Whom to ask when the hot queue has room again after an overflow.
-  self->send(st.switchboard, refill_atom_v, caf::actor_cast<caf::actor>(self));
+  self->send(st.switchboard, refill_atom_v, inbox_scanner_actor{self});
   // Crash recovery: the first sweep runs at start.
   self->send(self, scan_atom_v, ++st.timer);
   return {

@@ -6,9 +6,9 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/interfaces.hpp"
+#include "actors/node_context.hpp"
 #include "runtime/config.hpp"
 #include "runtime/inbox_store.hpp"
-#include "runtime/node_status.hpp"
 #include "runtime/openssl_thread.hpp"
 
 namespace butlers {

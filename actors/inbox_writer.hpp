@@ -15,9 +15,9 @@
 #include <caf/typed_response_promise.hpp>
 
 #include "actors/interfaces.hpp"
+#include "actors/node_context.hpp"
 #include "runtime/config.hpp"
 #include "runtime/error.hpp"
-#include "runtime/node_status.hpp"
 
 namespace butlers {
 

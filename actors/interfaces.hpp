@@ -90,6 +90,29 @@ using db_reader_actor = caf::typed_actor<
 // -- switchboard
 // ---------------------------------------------------------------
 
+/// The cold path: every `scanner_interval_s` (and once at start) finds
+/// `accepted` rows older than `scanner_grace_s` and `progress` rows whose
+/// lease expired, and offers them to the switchboard. Reads only, detached,
+/// with its own connection.
+using inbox_scanner_actor = caf::typed_actor<
+  /// INTERNAL: runs one sweep and schedules the next; a timer whose token
+  /// is no longer the current one is ignored.
+  caf::reacts_to<scan_atom, uint64_t>,
+  /// From the switchboard: its queue overflowed and has drained; sweep now,
+  /// from the oldest open row, without the grace period (what overflowed
+  /// is stored and unclaimed).
+  caf::reacts_to<refill_atom>>;
+
+// -- shared sub-protocols
+// -------------------------------------------------------
+
+/// What a `route.execute` caller implements to hear a work item's outcome
+/// (the `reply_to` of a `route_request`): the switchboard for its
+/// subrequests, a thread for its runs.
+using route_listener_actor = caf::typed_actor<
+  /// The butler's final route_response for a work item it accepted.
+  caf::reacts_to<done_atom, route_response>>;
+
 /// The ingest boundary: admission (`switchboard.max_in_flight`), durable
 /// append through the writer, then the hot path: a bounded queue of
 /// `switchboard.queue_capacity` drained by `switchboard.workers` concurrent
@@ -113,9 +136,6 @@ using switchboard_actor = caf::typed_actor<
   /// butler's session to the messenger as route.v1 with
   /// input.context.notify_request; answers the messenger's response.
   caf::replies_to<deliver_atom, std::string>::with<route_response>,
-  /// A butler's final route_response for a subrequest it accepted (the
-  /// route.execute reply_to).
-  caf::reacts_to<done_atom, route_response>,
   /// Operator action on a request (replay | cancel | force_complete |
   /// reroute); answers a JSON result, or `conflict` when the request is not
   /// in a state that allows it. Every call is audited.
@@ -133,20 +153,8 @@ using switchboard_actor = caf::typed_actor<
   /// INTERNAL: the cold path introduces itself. When the hot queue has
   /// overflowed (backpressure, or a sweep it took only part of) and then
   /// drained, the switchboard sends it `refill` to sweep at once.
-  caf::reacts_to<refill_atom, caf::actor>>;
-
-/// The cold path: every `scanner_interval_s` (and once at start) finds
-/// `accepted` rows older than `scanner_grace_s` and `progress` rows whose
-/// lease expired, and offers them to the switchboard. Reads only, detached,
-/// with its own connection.
-using inbox_scanner_actor = caf::typed_actor<
-  /// INTERNAL: runs one sweep and schedules the next; a timer whose token
-  /// is no longer the current one is ignored.
-  caf::reacts_to<scan_atom, uint64_t>,
-  /// From the switchboard: its queue overflowed and has drained; sweep now,
-  /// from the oldest open row, without the grace period (what overflowed
-  /// is stored and unclaimed).
-  caf::reacts_to<refill_atom>>;
+  caf::reacts_to<refill_atom,
+                 inbox_scanner_actor>>::extend_with<route_listener_actor>;
 
 // -- butlers
 // -------------------------------------------------------------------
@@ -208,23 +216,23 @@ using session_actor = caf::typed_actor<
 using registry_actor = caf::typed_actor<
   /// A live host of the butler named so (this node's first, else round
   /// robin); `target_unavailable` when there is none.
-  caf::replies_to<lookup_atom, std::string>::with<caf::actor>,
+  caf::replies_to<lookup_atom, std::string>::with<butler_actor>,
   /// The same, passing over the given handle (a host whose transport just
   /// failed) while the butler has another live host: a retry goes
   /// elsewhere before the cluster has noticed a lost node.
-  caf::replies_to<lookup_atom, std::string, caf::actor>::with<caf::actor>,
+  caf::replies_to<lookup_atom, std::string, butler_actor>::with<butler_actor>,
   /// Every butler, one entry per name: `node` lists its hosts, `status` is
   /// the best of theirs (routers read this).
   caf::replies_to<list_atom>::with<std::vector<registry_entry>>,
   /// Every host of every butler: one entry per (butler, node).
   caf::replies_to<hosts_atom>::with<std::vector<registry_entry>>,
-  /// Adds or replaces a local butler (its handle is a `butler_actor`).
-  caf::reacts_to<register_atom, registry_entry, caf::actor>,
+  /// Adds or replaces a local butler.
+  caf::reacts_to<register_atom, registry_entry, butler_actor>,
   /// Replaces every butler of remote node `node` (entries and handles in
   /// the same order, all `active`); answers the butlers whose routability
   /// changed (merged entries, as `list` shows them).
   caf::replies_to<register_atom, std::string, std::vector<registry_entry>,
-                  std::vector<caf::actor>>::with<std::vector<registry_entry>>,
+                  std::vector<butler_actor>>::with<std::vector<registry_entry>>,
   /// Sets the status of every butler of node `node` (`active`, `stale`,
   /// `quarantined`); answers the butlers whose routability changed.
   caf::replies_to<mark_atom, std::string,
@@ -237,17 +245,21 @@ using registry_actor = caf::typed_actor<
 /// then `quarantined` after `quarantine_after_ms`, holds open the circuits
 /// of butlers left without a live host, and restores all on return. Every
 /// transition is logged and counted.
-using cluster_actor = caf::typed_actor<
+using cluster_peer_actor = caf::typed_actor<
   /// A peer introduces itself; answers with this node's introduction.
-  caf::replies_to<hello_atom, cluster_hello>::with<cluster_hello>,
+  caf::replies_to<hello_atom, cluster_hello>::with<cluster_hello>>;
+
+/// The cluster actor as its own node sees it: the peer protocol plus what
+/// the supervisor and its own timers send.
+using cluster_actor = cluster_peer_actor::extend<
   /// From the supervisor: the local group (re)started; this node's
-  /// introduction and its new registry (a `registry_actor`).
-  caf::reacts_to<local_atom, cluster_hello, caf::actor>,
+  /// introduction and its new registry.
+  caf::reacts_to<local_atom, cluster_hello, registry_actor>,
   /// INTERNAL: dial the peer at "host:port".
   caf::reacts_to<connect_atom, std::string>,
   /// INTERNAL: a dial finished: the peer, its cluster actor (null on
   /// failure) and what went wrong.
-  caf::reacts_to<peer_atom, std::string, caf::actor, std::string>,
+  caf::reacts_to<peer_atom, std::string, cluster_peer_actor, std::string>,
   /// INTERNAL: the quarantine TTL of a lost node (name, loss epoch) passed.
   caf::reacts_to<expire_atom, std::string, uint64_t>>;
 
@@ -270,10 +282,8 @@ using thread_actor = caf::typed_actor<
   caf::replies_to<idle_atom>::with<int64_t>,
   /// The directory removed this thread: quit.
   caf::reacts_to<retire_atom>,
-  /// A run's butler finished its work item (the route.execute reply_to).
-  caf::reacts_to<done_atom, route_response>,
   /// A run's session applied steer inputs at a boundary.
-  caf::reacts_to<steer_atom, steer_applied>>;
+  caf::reacts_to<steer_atom, steer_applied>>::extend_with<route_listener_actor>;
 
 /// Maps thread id → thread actor: spawns threads on demand, forwards to
 /// them in arrival order, knows which thread runs which active run, and

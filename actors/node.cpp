@@ -71,7 +71,7 @@ bool start_cluster(caf::actor_system& sys, const node_settings& s,
   if (!s.cluster.active())
     return true;
   auto cl = sys.spawn(cluster, s.cluster, s.node.name, ctx);
-  ctx->set_cluster(caf::actor_cast<caf::actor>(cl));
+  ctx->set_cluster(cl);
   if (s.cluster.port == 0) {
     spdlog::info("cluster: not listening (cluster.port = 0), dialling {} "
                  "peer(s)",
@@ -86,7 +86,7 @@ bool start_cluster(caf::actor_system& sys, const node_settings& s,
     spdlog::error("cluster: cannot listen on {}:{}: {}", s.cluster.bind,
                   s.cluster.port, sys.render(port.error()));
     caf::anon_send_exit(cl, caf::exit_reason::user_shutdown);
-    ctx->set_cluster(nullptr);
+    ctx->set_cluster({});
     return false;
   }
   spdlog::info("cluster: listening on {}:{}{}, peers {}", s.cluster.bind, *port,
@@ -188,12 +188,12 @@ int run_node(const node_settings& settings) {
   caf::anon_send_exit(sup, caf::exit_reason::user_shutdown);
   if (auto cl = ctx->cluster())
     caf::anon_send_exit(cl, caf::exit_reason::user_shutdown);
-  ctx->set_cluster(nullptr);
+  ctx->set_cluster({});
   // The context outlives the actor system: drop its handles, or a detached
   // actor (the reader) is never destroyed and the system waits for it.
-  ctx->set_switchboard(nullptr);
-  ctx->set_registry(nullptr);
-  ctx->set_reader(nullptr);
+  ctx->set_switchboard({});
+  ctx->set_registry({});
+  ctx->set_reader({});
   sys.await_all_actors_done();
   stopped.set_value();
   watchdog.join();

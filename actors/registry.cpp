@@ -75,8 +75,8 @@ namespace {
 
 /// A live host of `name`: this node's first, else round robin. `avoid` is
 /// passed over while another live host remains.
-caf::result<caf::actor> lookup(registry_ptr self, const std::string& name,
-                               const caf::actor& avoid) {
+caf::result<butler_actor> lookup(registry_ptr self, const std::string& name,
+                                 const butler_actor& avoid) {
   auto& st = self->state;
   auto i = st.butlers.find(name);
   if (i == st.butlers.end())
@@ -110,11 +110,11 @@ registry_actor::behavior_type registry(
   registry_actor::stateful_pointer<registry_state> self, std::string node) {
   self->state.node = std::move(node);
   return {
-    [self](lookup_atom, const std::string& name) -> caf::result<caf::actor> {
-      return lookup(self, name, caf::actor{});
+    [self](lookup_atom, const std::string& name) -> caf::result<butler_actor> {
+      return lookup(self, name, butler_actor{});
     },
     [self](lookup_atom, const std::string& name,
-           const caf::actor& avoid) -> caf::result<caf::actor> {
+           const butler_actor& avoid) -> caf::result<butler_actor> {
       return lookup(self, name, avoid);
     },
     [self](list_atom) {
@@ -131,7 +131,7 @@ registry_actor::behavior_type registry(
           out.push_back(h.entry);
       return out;
     },
-    [self](register_atom, registry_entry& entry, caf::actor& hdl) {
+    [self](register_atom, registry_entry& entry, butler_actor& hdl) {
       auto& st = self->state;
       entry.node = st.node;
       auto& hosts = st.butlers[entry.name];
@@ -146,7 +146,7 @@ registry_actor::behavior_type registry(
     },
     [self](register_atom, const std::string& node,
            std::vector<registry_entry>& entries,
-           std::vector<caf::actor>& handles) {
+           std::vector<butler_actor>& handles) {
       auto& st = self->state;
       auto before = routable(self);
       for (auto i = st.butlers.begin(); i != st.butlers.end();) {

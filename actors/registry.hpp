@@ -16,7 +16,7 @@ struct registry_state {
   /// One host of a butler: its entry (`node`, `status`) and handle.
   struct slot {
     registry_entry entry;
-    caf::actor handle;
+    butler_actor handle;
   };
   /// By butler name: its hosts, this node's first.
   std::map<std::string, std::vector<slot>> butlers;

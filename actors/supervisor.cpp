@@ -75,14 +75,14 @@ void start_group(supervisor_ptr self) {
                                               st.writer, st.ctx);
   st.reader = self->spawn<caf::detached + caf::linked>(db_reader,
                                                        s.database.url);
-  st.ctx->set_reader(caf::actor_cast<caf::actor>(st.reader));
+  st.ctx->set_reader(st.reader);
   if (s.cluster.switchboard) {
     st.scanner = self->spawn<caf::detached + caf::linked>(inbox_scanner,
                                                           s.database.url,
                                                           s.switchboard,
                                                           st.switchboard,
                                                           st.ctx);
-    st.ctx->set_switchboard(caf::actor_cast<caf::actor>(st.switchboard));
+    st.ctx->set_switchboard(st.switchboard);
   }
   cluster_hello hello;
   hello.node = s.node.name;
@@ -108,16 +108,14 @@ void start_group(supervisor_ptr self) {
       hello.entries.push_back(entry);
       hello.handles.push_back(caf::actor_cast<caf::actor>(hdl));
     }
-    self->send(st.registry, register_atom_v, std::move(entry),
-               caf::actor_cast<caf::actor>(hdl));
+    self->send(st.registry, register_atom_v, std::move(entry), hdl);
     st.butlers.push_back(std::move(hdl));
   }
-  st.ctx->set_registry(caf::actor_cast<caf::actor>(st.registry));
+  st.ctx->set_registry(st.registry);
   // The cluster announces the new group to every peer and refills the new
   // registry with theirs.
-  if (auto cl = caf::actor_cast<cluster_actor>(st.ctx->cluster()))
-    self->send(cl, local_atom_v, std::move(hello),
-               caf::actor_cast<caf::actor>(st.registry));
+  if (auto cl = st.ctx->cluster())
+    self->send(cl, local_atom_v, std::move(hello), st.registry);
   thread_env tenv;
   tenv.cfg = s.threads;
   tenv.writer = st.writer;
@@ -127,7 +125,7 @@ void start_group(supervisor_ptr self) {
   tenv.timeout = std::chrono::milliseconds{s.http.request_timeout_ms};
   st.threads = self->spawn<caf::linked>(thread_directory, std::move(tenv),
                                         st.ctx);
-  st.ctx->set_threads(caf::actor_cast<caf::actor>(st.threads));
+  st.ctx->set_threads(st.threads);
 }
 
 bool is_child(supervisor_ptr self, const caf::actor_addr& addr) {
@@ -172,9 +170,9 @@ supervisor_actor::behavior_type supervisor(
                   self->system().render(msg.reason),
                   std::chrono::duration_cast<std::chrono::milliseconds>(delay)
                     .count());
-    st.ctx->set_switchboard(nullptr);
-    st.ctx->set_registry(nullptr);
-    st.ctx->set_threads(nullptr);
+    st.ctx->set_switchboard({});
+    st.ctx->set_registry({});
+    st.ctx->set_threads({});
     self->send_exit(st.threads, caf::exit_reason::kill);
     self->send_exit(st.writer, caf::exit_reason::kill);
     self->send_exit(st.switchboard, caf::exit_reason::kill);
@@ -190,7 +188,7 @@ supervisor_actor::behavior_type supervisor(
     st.reader = nullptr;
     st.threads = nullptr;
     st.butlers.clear();
-    st.ctx->set_reader(nullptr);
+    st.ctx->set_reader({});
     st.restarting = true;
     self->delayed_send(self, delay, restart_atom_v);
   });

@@ -7,8 +7,8 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/interfaces.hpp"
+#include "actors/node_context.hpp"
 #include "runtime/config.hpp"
-#include "runtime/node_status.hpp"
 
 namespace butlers {
 

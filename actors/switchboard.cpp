@@ -47,20 +47,20 @@ void on_outcome(switchboard_ptr self, route_response r);
 
 /// The node's butler registry, or null while its group restarts.
 registry_actor registry_of(switchboard_ptr self) {
-  return caf::actor_cast<registry_actor>(self->state.ctx->registry());
+  return self->state.ctx->registry();
 }
 
 // -- the registry's recent answers --------------------------------------------
 
 /// This node's host of `butler` as the registry named it less than
 /// `registry_ttl` ago, or null.
-caf::actor known_host(switchboard_ptr self, const std::string& butler) {
+butler_actor known_host(switchboard_ptr self, const std::string& butler) {
   return self->state.hosts.local_host(butler, self->clock().now());
 }
 
 /// Keeps a host the registry named, if it is on this node.
 void remember_host(switchboard_ptr self, const std::string& butler,
-                   const caf::actor& hdl) {
+                   const butler_actor& hdl) {
   if (hdl && hdl.node() == self->node())
     self->state.hosts.remember_local(butler, hdl, self->clock().now());
 }
@@ -189,7 +189,7 @@ void pump_once(switchboard_ptr self) {
   // should not wait for the next interval of the cold path.
   if (st.overflowed && hot.size() <= hot.capacity() / 2 && st.scanner) {
     st.overflowed = false;
-    self->send(caf::actor_cast<inbox_scanner_actor>(st.scanner), refill_atom_v);
+    self->send(st.scanner, refill_atom_v);
   }
 }
 
@@ -400,15 +400,13 @@ void hand_to_messenger(switchboard_ptr self, std::string notify,
                              true));
   };
   auto hand_over = [self, envelope, parsed, done,
-                    fail](const caf::actor& messenger) mutable {
+                    fail](const butler_actor& messenger) mutable {
     route_request req{std::move(envelope),
                       "switchboard",
                       {},
                       {},
                       std::move(parsed)};
-    self
-      ->request(caf::actor_cast<butler_actor>(messenger), local_call,
-                route_atom_v, std::move(req))
+    self->request(messenger, local_call, route_atom_v, std::move(req))
       .then(
         [self, done](route_response& r) {
           if (r.status == "error")
@@ -428,7 +426,7 @@ void hand_to_messenger(switchboard_ptr self, std::string notify,
   }
   self->request(reg, local_call, lookup_atom_v, "messenger")
     .then(
-      [self, hand_over](caf::actor& messenger) mutable {
+      [self, hand_over](butler_actor& messenger) mutable {
         remember_host(self, "messenger", messenger);
         hand_over(messenger);
       },
@@ -457,9 +455,8 @@ void cancel_work(switchboard_ptr self, const std::string& butler,
     return;
   self->request(reg, local_call, lookup_atom_v, butler)
     .then(
-      [work_id](const caf::actor& hdl) {
-        caf::anon_send(caf::actor_cast<butler_actor>(hdl), cancel_atom_v,
-                       work_id);
+      [work_id](const butler_actor& hdl) {
+        caf::anon_send(hdl, cancel_atom_v, work_id);
       },
       [](const caf::error&) {});
 }
@@ -576,7 +573,7 @@ void on_transport_failure(switchboard_ptr self, const outbound& o,
 }
 
 void send_to_host(switchboard_ptr self, std::shared_ptr<const outbound> o,
-                  const caf::actor& hdl) {
+                  const butler_actor& hdl) {
   route_request req{o->envelope,
                     "route",
                     {},
@@ -585,9 +582,7 @@ void send_to_host(switchboard_ptr self, std::shared_ptr<const outbound> o,
   // Only a butler on another node can fail to answer at all.
   auto timeout = hdl.node() == self->node() ? caf::duration{local_call}
                                             : caf::duration{call_timeout};
-  self
-    ->request(caf::actor_cast<butler_actor>(hdl), timeout, route_atom_v,
-              std::move(req))
+  self->request(hdl, timeout, route_atom_v, std::move(req))
     .then(
       [self, o](route_response& r) {
         on_door_answer(self, *o, r);
@@ -636,7 +631,7 @@ void send_dispatch(switchboard_ptr self, dispatch_order d) {
   }
   self->request(reg, local_call, lookup_atom_v, o->butler, std::move(avoid))
     .then(
-      [self, o](const caf::actor& hdl) {
+      [self, o](const butler_actor& hdl) {
         remember_host(self, o->butler, hdl);
         send_to_host(self, o, hdl);
       },
@@ -1060,7 +1055,7 @@ switchboard_actor::behavior_type switchboard(switchboard_ptr self,
       self->state.tracker->on_host_change(name, available,
                                           std::chrono::steady_clock::now());
     },
-    [self](refill_atom, caf::actor& scanner) {
+    [self](refill_atom, inbox_scanner_actor& scanner) {
       self->state.scanner = std::move(scanner);
     },
   };

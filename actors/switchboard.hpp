@@ -18,12 +18,12 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/interfaces.hpp"
+#include "actors/node_context.hpp"
 #include "actors/writer_client.hpp"
 #include "runtime/config.hpp"
 #include "runtime/fanout.hpp"
 #include "runtime/host_cache.hpp"
 #include "runtime/hot_queue.hpp"
-#include "runtime/node_status.hpp"
 #include "runtime/request_tracker.hpp"
 #include "runtime/switchboard_metrics.hpp"
 
@@ -54,14 +54,14 @@ struct switchboard_state {
   writer_client writes;
   /// The registry's recent answers (see `registry_ttl`) and the hosts
   /// whose transport failed.
-  host_cache hosts{registry_ttl};
+  host_cache<butler_actor> hosts{registry_ttl};
   /// Ingest requests waiting for their commit (bounded by max_in_flight).
   uint32_t in_flight = 0;
   /// The hot path: stored, not yet claimed (bounded by queue_capacity),
   /// and the requests its workers hold.
   std::optional<hot_queue> hot;
   /// The cold path, once it has introduced itself.
-  caf::actor scanner;
+  inbox_scanner_actor scanner;
   /// Something stored found the queue full since the last refill: once the
   /// queue is empty, the scanner is asked to sweep at once.
   bool overflowed = false;

@@ -215,15 +215,14 @@ void launch(thread_ptr self, std::string run_id, std::string butler,
   act.runs.push_back(thread_run{run_id, butler, {}, {}, {}, false});
   self->request(st.env->registry, st.env->timeout, lookup_atom_v, butler)
     .then(
-      [self, run_id, butler, text](const caf::actor& hdl) {
+      [self, run_id, butler, text](const butler_actor& hdl) {
         auto& act = activity(self);
         auto r = find_run(act.runs, run_id, false);
         if (r == nullptr)
           return; // cancelled meanwhile (and finished as such)
         auto unsent = std::move(r->unsent);
         act.runs.erase(act.runs.begin() + (r - act.runs.data()));
-        start_run(self, run_id, butler, caf::actor_cast<butler_actor>(hdl),
-                  text);
+        start_run(self, run_id, butler, hdl, text);
         if (auto again = find_run(activity(self).runs, run_id, false))
           again->unsent = std::move(unsent);
       },
@@ -564,9 +563,8 @@ void process_next(thread_ptr self) {
   auto shared = std::make_shared<pending_turn>(std::move(pt));
   self->request(st.env->registry, st.env->timeout, lookup_atom_v, butler)
     .then(
-      [self, shared, butler](const caf::actor& hdl) {
-        decide(self, std::move(*shared), caf::actor_cast<butler_actor>(hdl),
-               butler);
+      [self, shared, butler](const butler_actor& hdl) {
+        decide(self, std::move(*shared), hdl, butler);
       },
       [self, shared, butler](const caf::error&) {
         answer(self, *shared,

@@ -13,10 +13,10 @@
 #include <caf/typed_response_promise.hpp>
 
 #include "actors/interfaces.hpp"
+#include "actors/node_context.hpp"
 #include "runtime/config.hpp"
 #include "runtime/event_hub.hpp"
 #include "runtime/metrics.hpp"
-#include "runtime/node_status.hpp"
 
 namespace butlers {
 

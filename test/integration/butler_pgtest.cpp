@@ -167,9 +167,9 @@ struct cli_fixture : ::testing::Test {
       30s));
     sb = sys.spawn(switchboard, switchboard_config{}, routing_settings{},
                    writer, ctx);
-    ctx->set_switchboard(caf::actor_cast<caf::actor>(sb));
+    ctx->set_switchboard(sb);
     reg = sys.spawn(registry, std::string{"cli-test"});
-    ctx->set_registry(caf::actor_cast<caf::actor>(reg));
+    ctx->set_registry(reg);
     messenger_config mc;
     delivery_adapter_config outbox;
     outbox.kind = "outbox";
@@ -181,8 +181,7 @@ struct cli_fixture : ::testing::Test {
     messenger = sys.spawn(butler, std::move(mp), writer, ctx);
     registry_entry entry;
     entry.name = "messenger";
-    caf::anon_send(reg, register_atom_v, entry,
-                   caf::actor_cast<caf::actor>(messenger));
+    caf::anon_send(reg, register_atom_v, entry, messenger);
     butler_params p;
     p.cfg = std::move(bc);
     p.node = "cli-test";

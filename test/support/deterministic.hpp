@@ -12,8 +12,8 @@
 #include <caf/scoped_actor.hpp>
 #include <gtest/gtest.h>
 
+#include "actors/node_context.hpp"
 #include "actors/type_ids.hpp"
-#include "runtime/node_status.hpp"
 
 namespace butlers::test {
 

@@ -185,7 +185,7 @@ switchboard_actor::behavior_type fake_switchboard(
     [](retry_atom, const std::string&, const std::string&) {},
     [](caf::tick_atom) {},
     [](circuit_atom, const std::string&, bool) {},
-    [](refill_atom, caf::actor&) {},
+    [](refill_atom, inbox_scanner_actor&) {},
   };
 }
 
@@ -216,7 +216,7 @@ struct Butler : test::deterministic_fixture {
 
   Butler() {
     sb = sys.spawn(fake_switchboard, notes);
-    ctx->set_switchboard(caf::actor_cast<caf::actor>(sb));
+    ctx->set_switchboard(sb);
     // The fake writer is always up; butlers renew and recover only then.
     ctx->status.database_ready = true;
   }

@@ -11,16 +11,12 @@
 
 #include "actors/registry.hpp"
 #include "test/support/deterministic.hpp"
+#include "test/support/fake_actors.hpp"
 
 namespace butlers::test {
 namespace {
 
 using namespace std::chrono_literals;
-
-/// Stands in for a butler: only its identity matters here.
-caf::behavior dummy(caf::event_based_actor*, int) {
-  return {[](int) {}};
-}
 
 struct Registry : deterministic_fixture {
   registry_actor reg = sys.spawn(registry, std::string{"node-s"});
@@ -48,7 +44,7 @@ struct Registry : deterministic_fixture {
     sched.run();
     caf::error out;
     self->receive(
-      [&](caf::actor&) {
+      [&](butler_actor&) {
         ADD_FAILURE() << "found " << name;
       },
       [&](caf::error& err) {
@@ -74,19 +70,19 @@ struct Registry : deterministic_fixture {
 };
 
 TEST_F(Registry, RemoteHostsJoinLeaveAndReturn) {
-  auto local = sys.spawn(dummy, 1);
-  auto a = sys.spawn(dummy, 2);
-  auto b = sys.spawn(dummy, 3);
+  auto local = sys.spawn(fake_butler, route_fn{});
+  auto a = sys.spawn(fake_butler, route_fn{});
+  auto b = sys.spawn(fake_butler, route_fn{});
   self->send(reg, register_atom_v, entry("general"), local);
   // node-a hosts health and calendar, node-b calendar.
   self->send(reg, register_atom_v, std::string{"node-a"},
              std::vector<registry_entry>{entry("health"), entry("calendar")},
-             std::vector<caf::actor>{a, a});
+             std::vector<butler_actor>{a, a});
   auto changes = reply<std::vector<registry_entry>>();
   ASSERT_EQ(changes.size(), 2u) << "both became routable";
   self->send(reg, register_atom_v, std::string{"node-b"},
              std::vector<registry_entry>{entry("calendar")},
-             std::vector<caf::actor>{b});
+             std::vector<butler_actor>{b});
   EXPECT_TRUE(reply<std::vector<registry_entry>>().empty())
     << "calendar was routable already";
   // One entry per host, one merged entry per name.
@@ -101,7 +97,7 @@ TEST_F(Registry, RemoteHostsJoinLeaveAndReturn) {
   std::set<caf::actor_addr> seen;
   for (int i = 0; i < 2; ++i) {
     self->send(reg, lookup_atom_v, std::string{"calendar"});
-    seen.insert(reply<caf::actor>().address());
+    seen.insert(reply<butler_actor>().address());
   }
   EXPECT_EQ(seen.size(), 2u);
   // node-a is lost: health has no live host left, calendar still has one.
@@ -113,7 +109,7 @@ TEST_F(Registry, RemoteHostsJoinLeaveAndReturn) {
   EXPECT_EQ(lookup_error("health"), butlers_errc::target_unavailable);
   for (int i = 0; i < 3; ++i) {
     self->send(reg, lookup_atom_v, std::string{"calendar"});
-    EXPECT_EQ(reply<caf::actor>(), b) << "only the live host";
+    EXPECT_EQ(reply<butler_actor>(), b) << "only the live host";
   }
   self->send(reg, mark_atom_v, std::string{"node-a"},
              std::string{"quarantined"});
@@ -127,29 +123,29 @@ TEST_F(Registry, RemoteHostsJoinLeaveAndReturn) {
   // It returns (re-registered with fresh handles).
   self->send(reg, register_atom_v, std::string{"node-a"},
              std::vector<registry_entry>{entry("health"), entry("calendar")},
-             std::vector<caf::actor>{a, a});
+             std::vector<butler_actor>{a, a});
   changes = reply<std::vector<registry_entry>>();
   ASSERT_EQ(changes.size(), 1u);
   EXPECT_EQ(changes[0].name, "health");
   EXPECT_EQ(changes[0].status, "active");
   self->send(reg, lookup_atom_v, std::string{"health"});
-  EXPECT_EQ(reply<caf::actor>(), a);
+  EXPECT_EQ(reply<butler_actor>(), a);
   for (auto& x : {local, a, b})
     self->send_exit(x, caf::exit_reason::user_shutdown);
   sched.run();
 }
 
 TEST_F(Registry, TheLocalHostComesFirst) {
-  auto local = sys.spawn(dummy, 1);
-  auto remote = sys.spawn(dummy, 2);
+  auto local = sys.spawn(fake_butler, route_fn{});
+  auto remote = sys.spawn(fake_butler, route_fn{});
   self->send(reg, register_atom_v, std::string{"node-a"},
              std::vector<registry_entry>{entry("health")},
-             std::vector<caf::actor>{remote});
+             std::vector<butler_actor>{remote});
   reply<std::vector<registry_entry>>();
   self->send(reg, register_atom_v, entry("health"), local);
   for (int i = 0; i < 3; ++i) {
     self->send(reg, lookup_atom_v, std::string{"health"});
-    EXPECT_EQ(reply<caf::actor>(), local);
+    EXPECT_EQ(reply<butler_actor>(), local);
   }
   self->send(reg, hosts_atom_v);
   auto hosts = reply<std::vector<registry_entry>>();
@@ -165,32 +161,32 @@ TEST_F(Registry, TheLocalHostComesFirst) {
 // live host is chosen while there is one, before the cluster has noticed
 // the loss; when the failed one is the only live host, it is still found.
 TEST_F(Registry, ALookupPassesOverTheHostThatJustFailed) {
-  auto local = sys.spawn(dummy, 1);
-  auto a = sys.spawn(dummy, 2);
-  auto b = sys.spawn(dummy, 3);
+  auto local = sys.spawn(fake_butler, route_fn{});
+  auto a = sys.spawn(fake_butler, route_fn{});
+  auto b = sys.spawn(fake_butler, route_fn{});
   self->send(reg, register_atom_v, std::string{"node-a"},
              std::vector<registry_entry>{entry("calendar"), entry("health")},
-             std::vector<caf::actor>{a, a});
+             std::vector<butler_actor>{a, a});
   reply<std::vector<registry_entry>>();
   self->send(reg, register_atom_v, std::string{"node-b"},
              std::vector<registry_entry>{entry("calendar")},
-             std::vector<caf::actor>{b});
+             std::vector<butler_actor>{b});
   reply<std::vector<registry_entry>>();
   // Round robin alone would alternate; avoiding a, every lookup gets b.
   for (int i = 0; i < 4; ++i) {
     self->send(reg, lookup_atom_v, std::string{"calendar"}, a);
-    EXPECT_EQ(reply<caf::actor>(), b) << "lookup " << i;
+    EXPECT_EQ(reply<butler_actor>(), b) << "lookup " << i;
   }
   // Health has one host: avoiding it still finds it.
   self->send(reg, lookup_atom_v, std::string{"health"}, a);
-  EXPECT_EQ(reply<caf::actor>(), a);
+  EXPECT_EQ(reply<butler_actor>(), a);
   // The local host is passed over too when it is the one that failed.
   self->send(reg, register_atom_v, entry("calendar"), local);
   self->send(reg, lookup_atom_v, std::string{"calendar"}, local);
-  auto other = reply<caf::actor>();
+  auto other = reply<butler_actor>();
   EXPECT_TRUE(other == a || other == b);
-  self->send(reg, lookup_atom_v, std::string{"calendar"}, caf::actor{});
-  EXPECT_EQ(reply<caf::actor>(), local) << "no host to avoid: local first";
+  self->send(reg, lookup_atom_v, std::string{"calendar"}, butler_actor{});
+  EXPECT_EQ(reply<butler_actor>(), local) << "no host to avoid: local first";
   for (auto& x : {local, a, b})
     self->send_exit(x, caf::exit_reason::user_shutdown);
   sched.run();

@@ -17,12 +17,17 @@
 #include "runtime/json.hpp"
 #include "runtime/uuid.hpp"
 #include "test/support/deterministic.hpp"
+#include "test/support/fake_actors.hpp"
 #include "test/support/write_request.hpp"
 
 namespace butlers {
 namespace {
 
 using namespace std::chrono_literals;
+using test::fake_butler;
+using test::fake_registry;
+using test::registry_fns;
+using test::route_fn;
 
 /// What the fake writer saw and what it should do.
 struct writer_script {
@@ -210,18 +215,14 @@ struct Switchboard : test::deterministic_fixture {
 
   /// A registry without butlers, installed in the node context; counts the
   /// lists it answers in `lists` when given.
-  caf::actor spawn_empty_registry(std::shared_ptr<int> lists = nullptr) {
-    auto reg = sys.spawn(
-      [lists](caf::event_based_actor*, int) -> caf::behavior {
-        return {
-          [lists](list_atom) {
-            if (lists)
-              ++*lists;
-            return std::vector<registry_entry>{};
-          },
-        };
-      },
-      0);
+  registry_actor spawn_empty_registry(std::shared_ptr<int> lists = nullptr) {
+    registry_fns fns;
+    fns.list = [lists] {
+      if (lists)
+        ++*lists;
+      return std::vector<registry_entry>{};
+    };
+    auto reg = sys.spawn(fake_registry, std::move(fns));
     ctx->set_registry(reg);
     return reg;
   }
@@ -494,14 +495,18 @@ TEST_F(Switchboard, AnOverflowAsksTheColdPathForARefillOnceTheQueueRunsEmpty) {
   auto refills = std::make_shared<int>(0);
   // (The unused int: CAF 0.17 dereferences a null argument tuple when a
   // function-based actor takes no arguments besides self; UBSan objects.)
-  auto scanner = sys.spawn(
-    [refills](caf::event_based_actor*, int) -> caf::behavior {
-      return {[refills](refill_atom) {
-        ++*refills;
-      }};
+  inbox_scanner_actor scanner = sys.spawn(
+    [refills](inbox_scanner_actor::pointer,
+              int) -> inbox_scanner_actor::behavior_type {
+      return {
+        [](scan_atom, uint64_t) {},
+        [refills](refill_atom) {
+          ++*refills;
+        },
+      };
     },
     0);
-  self->send(sb, refill_atom_v, caf::actor_cast<caf::actor>(scanner));
+  self->send(sb, refill_atom_v, scanner);
   commit_together(3);
   // One claimed (held), one queued, one overflowed.
   EXPECT_EQ(counter_value("butlers_buffer_backpressure_total"), 1u);
@@ -527,43 +532,25 @@ TEST_F(Switchboard, AnOverflowAsksTheColdPathForARefillOnceTheQueueRunsEmpty) {
 TEST_F(Switchboard, ARetryAfterATransportFailureAvoidsTheHostThatFailed) {
   // The registry: `general` on a dead host and on a live one. A lookup
   // without a host to avoid gets the dead one, as round robin could.
-  auto dead = sys.spawn(
-    [](caf::event_based_actor*, int) -> caf::behavior {
-      return {[](int) {}};
-    },
-    0);
+  butler_actor dead = sys.spawn(fake_butler, route_fn{});
   self->send_exit(dead, caf::exit_reason::kill);
   sched.run();
   auto routed = std::make_shared<int>(0);
-  auto live = sys.spawn(
-    [routed](caf::event_based_actor*, int) -> caf::behavior {
-      return {[routed](route_atom, route_request&) {
-        ++*routed;
-        route_response r;
-        r.status = "accepted";
-        r.work_id = "work-1";
-        return r;
-      }};
-    },
-    0);
-  auto lookups = std::make_shared<std::vector<caf::actor>>();
-  auto reg = sys.spawn(
-    [dead, live, lookups](caf::event_based_actor*, int) -> caf::behavior {
-      return {
-        [](list_atom) {
-          return std::vector<registry_entry>{};
-        },
-        [dead](lookup_atom, const std::string&) {
-          return dead;
-        },
-        [dead, live, lookups](lookup_atom, const std::string&,
-                              const caf::actor& avoid) {
-          lookups->push_back(avoid);
-          return avoid == dead ? live : dead;
-        },
-      };
-    },
-    0);
+  butler_actor live = sys.spawn(fake_butler, [routed](route_request&) {
+    ++*routed;
+    route_response r;
+    r.status = "accepted";
+    r.work_id = "work-1";
+    return r;
+  });
+  auto lookups = std::make_shared<std::vector<butler_actor>>();
+  registry_fns fns;
+  fns.lookup = [dead, live, lookups](const std::string&,
+                                     const butler_actor& avoid) {
+    lookups->push_back(avoid);
+    return avoid == dead ? live : dead;
+  };
+  auto reg = sys.spawn(fake_registry, std::move(fns));
   ctx->set_registry(reg);
   switchboard_config sc;
   sc.workers = 1;
@@ -603,8 +590,8 @@ TEST_F(Switchboard, ARetryAfterATransportFailureAvoidsTheHostThatFailed) {
   EXPECT_EQ(*routed, 1) << "and went to the live host";
   // A second attempt is written when it goes out.
   EXPECT_EQ(script->segment_updates.back(), "seg-1 dispatched 2");
-  for (auto& x : {live, reg})
-    self->send_exit(x, caf::exit_reason::user_shutdown);
+  self->send_exit(live, caf::exit_reason::user_shutdown);
+  self->send_exit(reg, caf::exit_reason::user_shutdown);
   sched.run();
 }
 

@@ -1,0 +1,93 @@
+#pragma once
+
+// The node's shared context: status, metrics and the typed handles of the
+// actors that the supervisor restarts (the HTTP threads and other groups
+// find the current ones here).
+
+#include <memory>
+#include <mutex>
+
+#include "actors/interfaces.hpp"
+#include "runtime/event_hub.hpp"
+#include "runtime/metrics.hpp"
+#include "runtime/node_status.hpp"
+
+namespace butlers {
+
+/// What every actor of a node shares: status, metrics, and the current
+/// switchboard (it changes when the supervisor restarts its group). Created
+/// once by the node before the actor system and outliving it.
+struct node_context {
+  node_status status;
+  metrics_registry metrics;
+
+  /// Publishes the switchboard the HTTP surface should talk to (null while
+  /// the supervisor restarts it).
+  void set_switchboard(switchboard_actor hdl) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    switchboard_ = std::move(hdl);
+  }
+  switchboard_actor switchboard() const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return switchboard_;
+  }
+
+  /// Publishes the butler registry (null while the supervisor restarts its
+  /// group).
+  void set_registry(registry_actor hdl) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    registry_ = std::move(hdl);
+  }
+  registry_actor registry() const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return registry_;
+  }
+
+  /// The node's cluster actor; null with the cluster
+  /// off. Set once, before the supervisor starts.
+  void set_cluster(cluster_actor hdl) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    cluster_ = std::move(hdl);
+  }
+  cluster_actor cluster() const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return cluster_;
+  }
+
+  /// Publishes the database reader.
+  void set_reader(db_reader_actor hdl) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    reader_ = std::move(hdl);
+  }
+  db_reader_actor reader() const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return reader_;
+  }
+
+  /// Publishes the thread directory (null while the supervisor
+  /// restarts its group).
+  void set_threads(thread_directory_actor hdl) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    threads_ = std::move(hdl);
+  }
+  thread_directory_actor threads() const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return threads_;
+  }
+
+  /// The thread API's event streams (set by the node before any actor
+  /// starts; null when the node serves none).
+  std::shared_ptr<event_hub> events;
+
+ private:
+  mutable std::mutex mtx_;
+  switchboard_actor switchboard_;
+  registry_actor registry_;
+  db_reader_actor reader_;
+  cluster_actor cluster_;
+  thread_directory_actor threads_;
+};
+
+using node_context_ptr = std::shared_ptr<node_context>;
+
+} // namespace butlers
