@@ -16,7 +16,7 @@
 #include "actors/inbox_writer.hpp"
 #include "actors/registry.hpp"
 #include "actors/switchboard.hpp"
-#include "actors/thread.hpp"
+#include "actors/thread_directory.hpp"
 
 namespace butlers {
 

@@ -16,15 +16,9 @@ namespace butlers {
 namespace {
 
 using thread_ptr = thread_actor::stateful_pointer<thread_state>;
-using directory_ptr = thread_directory_actor::stateful_pointer<
-  thread_directory_state>;
 
 /// Recent message ids a thread remembers per activation.
 constexpr size_t max_recent = 64;
-
-int64_t now_ms() {
-  return unix_now_us() / 1000;
-}
 
 thread_activity& activity(thread_ptr self) {
   auto& st = self->state;
@@ -38,7 +32,7 @@ void maybe_idle(thread_ptr self) {
   auto& st = self->state;
   if (st.act && st.act->empty()) {
     st.act.reset();
-    st.idle_since_ms = now_ms();
+    st.idle_since_ms = unix_now_ms();
   }
 }
 
@@ -84,7 +78,7 @@ void publish_summary(thread_ptr self) {
                      + (running ? R"("running")" : R"("idle")")
                      + R"(,"active_run_ids":)" + active + R"(,"queued_runs":)"
                      + std::to_string(queued) + R"(,"updated_at_unix_ms":)"
-                     + std::to_string(now_ms()) + "}";
+                     + std::to_string(unix_now_ms()) + "}";
   hub->publish_summary(st.id, sse_frame("summary", body));
 }
 
@@ -394,20 +388,65 @@ void answer(thread_ptr self, pending_turn& pt, turn_result r) {
   process_next(self);
 }
 
-/// The turn's decision is made; store it, then apply it.
+/// Carries out a stored turn: steer input for the active run, a queued
+/// run, or a new run (after cancelling the run an interrupt replaces).
+void apply_turn(thread_ptr self, const thread_turn& t, const turn_decision& d,
+                const std::string& run_id, const std::string& butler,
+                butler_actor hdl, int64_t cursor) {
+  auto& st = self->state;
+  auto& act = activity(self);
+  auto kind = std::string{stored_kind(d.action)};
+  publish_message(self, cursor, t.message_id, "user", kind, run_id, butler,
+                  t.text);
+  switch (d.action) {
+    case turn_action::steer: {
+      st.env->steered->inc();
+      if (auto run = find_run(act.runs, run_id, false)) {
+        steer_input in;
+        in.message_id = t.message_id;
+        in.text = t.text;
+        in.accepted_us = unix_now_us();
+        if (run->work_id.empty())
+          run->unsent.push_back(std::move(in));
+        else
+          caf::anon_send(run->hdl, steer_atom_v, run->work_id, std::move(in));
+      }
+      publish(self, "steer.accepted",
+              R"({"thread_id":)" + json::quote(st.id) + R"(,"run_id":)"
+                + json::quote(run_id) + R"(,"message_id":)"
+                + json::quote(t.message_id) + R"(,"cursor":)"
+                + std::to_string(cursor) + "}");
+      break;
+    }
+    case turn_action::queue:
+      st.env->queued->inc();
+      act.queued.push_back(queued_run{run_id, butler, t.text});
+      self->send(st.env->directory, run_atom_v, run_id, st.id, true);
+      publish_run(self, run_id, butler, "queued");
+      break;
+    default:
+      if (d.action == turn_action::interrupt) {
+        st.env->interrupted->inc();
+        cancel_run(self, d.active_run_id);
+      }
+      start_run(self, run_id, butler, hdl, t.text);
+  }
+}
+
+/// The turn's decision is made; store it, then apply it (a retry of a
+/// stored turn gets the original answer and applies nothing).
 void persist_and_apply(thread_ptr self, pending_turn pt, butler_actor hdl,
-                       std::string butler, std::string kind, std::string run_id,
-                       std::string replaced) {
+                       std::string butler, turn_decision d,
+                       std::string run_id) {
   auto& st = self->state;
   auto& t = pt.turn;
   named_statement stmt{"thread_turn_insert",
-                       {st.id, t.message_id, t.text, run_id, kind, butler}};
+                       {st.id, t.message_id, t.text, run_id,
+                        std::string{stored_kind(d.action)}, butler}};
   auto shared = std::make_shared<pending_turn>(std::move(pt));
   self->request(st.env->writer, st.env->timeout, exec_atom_v, std::move(stmt))
     .then(
-      [self, shared, hdl, butler, kind, run_id,
-       replaced](const named_result& r) {
-        auto& st = self->state;
+      [self, shared, hdl, butler, d, run_id](const named_result& r) {
         auto& pt = *shared;
         if (!r.ok || r.rows.empty() || r.rows[0].size() < 4) {
           answer(self, pt,
@@ -421,45 +460,10 @@ void persist_and_apply(thread_ptr self, pending_turn pt, butler_actor hdl,
         res.run_id = row[2];
         res.kind = row[3];
         if (row[0] != "t") {
-          // A retry: the original answer, nothing applied again.
           res.duplicate = true;
-          st.env->duplicates->inc();
-          answer(self, pt, std::move(res));
-          return;
-        }
-        auto& act = activity(self);
-        auto& t = pt.turn;
-        publish_message(self, res.cursor, t.message_id, "user", kind, run_id,
-                        butler, t.text);
-        if (kind == "steer") {
-          st.env->steered->inc();
-          if (auto run = find_run(act.runs, run_id, false)) {
-            steer_input in;
-            in.message_id = t.message_id;
-            in.text = t.text;
-            in.accepted_us = unix_now_us();
-            if (run->work_id.empty())
-              run->unsent.push_back(std::move(in));
-            else
-              caf::anon_send(run->hdl, steer_atom_v, run->work_id,
-                             std::move(in));
-          }
-          publish(self, "steer.accepted",
-                  R"({"thread_id":)" + json::quote(st.id) + R"(,"run_id":)"
-                    + json::quote(run_id) + R"(,"message_id":)"
-                    + json::quote(t.message_id) + R"(,"cursor":)"
-                    + std::to_string(res.cursor) + "}");
-        } else if (kind == "queued") {
-          st.env->queued->inc();
-          act.queued.push_back(queued_run{run_id, butler, t.text});
-          self->send(st.env->directory, run_atom_v, run_id, st.id, true);
-          publish_run(self, run_id, butler, "queued");
+          self->state.env->duplicates->inc();
         } else {
-          if (!replaced.empty()) {
-            st.env->interrupted->inc();
-            cancel_run(self, replaced);
-          }
-          start_run(self, run_id, butler, hdl, t.text);
+          apply_turn(self, pt.turn, d, run_id, butler, hdl, res.cursor);
         }
         answer(self, pt, std::move(res));
       },
@@ -473,68 +477,31 @@ void persist_and_apply(thread_ptr self, pending_turn pt, butler_actor hdl,
       });
 }
 
-/// Decides a turn against the active run of its butler (the 409 checks come
+/// Decides a turn against the active run of its butler (refusals come
 /// before anything is written).
 void decide(thread_ptr self, pending_turn pt, butler_actor hdl,
             std::string butler) {
   auto& st = self->state;
   auto& act = activity(self);
-  auto& t = pt.turn;
   auto active = std::find_if(act.runs.begin(), act.runs.end(),
                              [&](const thread_run& r) {
                                return r.butler == butler;
                              });
-  if (active == act.runs.end()) {
-    if (!t.expected_run_id.empty()) {
-      st.env->conflicts->inc();
-      answer(self, pt,
-             refused(409, "run_changed",
-                     "expected run " + t.expected_run_id
-                       + " but the thread has no active run for butler '"
-                       + butler + "'"));
-      return;
-    }
-    persist_and_apply(self, std::move(pt), hdl, butler, "start",
-                      make_uuid_v7().to_string(), {});
+  std::string_view active_id;
+  if (active != act.runs.end())
+    active_id = active->run_id;
+  auto d = st.env->policy().decide(pt.turn, active_id, act.queued.size());
+  if (d.action == turn_action::refuse) {
+    auto status = status_of(d.refusal);
+    (status == 409 ? st.env->conflicts : st.env->overload)->inc();
+    answer(self, pt, refusal_result(d, pt.turn, butler));
     return;
   }
-  auto active_id = active->run_id;
-  if (!t.expected_run_id.empty() && t.expected_run_id != active_id) {
-    st.env->conflicts->inc();
-    answer(self, pt,
-           refused(409, "run_changed",
-                   "expected run " + t.expected_run_id + " but run " + active_id
-                     + " is active",
-                   active_id));
-    return;
-  }
-  if (t.mode == "reject") {
-    st.env->conflicts->inc();
-    answer(self, pt,
-           refused(409, "run_active",
-                   "run " + active_id + " is active (mode reject)", active_id));
-    return;
-  }
-  if (t.mode == "queue") {
-    if (act.queued.size() >= st.env->cfg.max_queued_runs) {
-      st.env->overload->inc();
-      answer(self, pt,
-             refused(429, "overload_rejected",
-                     "thread has " + std::to_string(act.queued.size())
-                       + " queued runs (threads.max_queued_runs)",
-                     active_id));
-      return;
-    }
-    persist_and_apply(self, std::move(pt), hdl, butler, "queued",
-                      make_uuid_v7().to_string(), {});
-    return;
-  }
-  if (t.mode == "interrupt") {
-    persist_and_apply(self, std::move(pt), hdl, butler, "start",
-                      make_uuid_v7().to_string(), active_id);
-    return;
-  }
-  persist_and_apply(self, std::move(pt), hdl, butler, "steer", active_id, {});
+  // A steer goes to the active run; everything else makes a new one.
+  auto run_id = d.action == turn_action::steer ? d.active_run_id
+                                               : make_uuid_v7().to_string();
+  persist_and_apply(self, std::move(pt), hdl, std::move(butler), std::move(d),
+                    std::move(run_id));
 }
 
 void process_next(thread_ptr self) {
@@ -616,232 +583,80 @@ void recover(thread_ptr self) {
       });
 }
 
-} // namespace
-
-thread_actor::behavior_type thread(
-  thread_actor::stateful_pointer<thread_state> self, std::string id,
-  thread_env_ptr env) {
-  self->state.id = std::move(id);
-  self->state.env = std::move(env);
-  self->state.idle_since_ms = now_ms();
-  if (self->state.env->reader)
-    recover(self);
-  return {
-    [self](turn_atom, thread_turn& t) -> caf::result<turn_result> {
-      auto& st = self->state;
-      auto& act = activity(self);
-      if (act.turns.size() >= st.env->cfg.max_pending_turns) {
-        st.env->overload->inc();
-        return refused(429, "overload_rejected",
-                       "thread has " + std::to_string(act.turns.size())
-                         + " turns waiting (threads.max_pending_turns)");
-      }
-      auto rp = self->make_response_promise<turn_result>();
-      act.turns.push_back(pending_turn{std::move(t), rp});
-      process_next(self);
-      return rp;
-    },
-    [self](cancel_atom, const std::string& run_id) -> uint32_t {
-      auto& st = self->state;
-      if (!st.act)
-        return 0;
-      auto& act = *st.act;
-      uint32_t n = 0;
-      std::vector<std::string> ids;
-      for (auto& r : act.runs)
-        if (run_id.empty() || r.run_id == run_id)
-          ids.push_back(r.run_id);
-      for (auto& id : ids) {
-        cancel_run(self, id);
-        ++n;
-      }
-      // Queued runs never started: they end cancelled at once.
-      std::vector<queued_run> dropped;
-      for (auto i = act.queued.begin(); i != act.queued.end();) {
-        if (run_id.empty() || i->run_id == run_id) {
-          dropped.push_back(std::move(*i));
-          i = act.queued.erase(i);
-        } else {
-          ++i;
-        }
-      }
-      for (auto& q : dropped) {
-        ++n;
-        st.env->cancelled->inc();
-        finish_run(self, q.run_id, q.butler, "cancelled", "cancelled",
-                   "cancelled", "", "");
-      }
-      maybe_idle(self);
-      return n;
-    },
-    [self](idle_atom) -> int64_t {
-      auto& st = self->state;
-      if (st.act && !st.act->empty())
-        return -1;
-      return st.idle_since_ms;
-    },
-    [self](retire_atom) {
-      self->quit();
-    },
-    [self](done_atom, route_response& resp) {
-      auto& act = activity(self);
-      if (act.busy) {
-        act.deferred.push_back(std::move(resp));
-        return;
-      }
-      on_outcome(self, resp);
-    },
-    [self](steer_atom, steer_applied& applied) {
-      auto& st = self->state;
-      if (!st.act)
-        return;
-      auto r = find_run(st.act->runs, applied.work_id, true);
-      if (r == nullptr)
-        r = find_run(st.act->stopping, applied.work_id, true);
-      if (r == nullptr)
-        return;
-      st.env->steers_applied->inc(applied.inputs.size());
-      std::string ids = "[";
-      std::string inputs = "[";
-      for (auto& in : applied.inputs) {
-        auto waited = applied.applied_us - in.arrived_us;
-        st.env->steer_wait->observe(static_cast<double>(waited) / 1000.0);
-        if (ids.size() > 1) {
-          ids += ',';
-          inputs += ',';
-        }
-        ids += json::quote(in.message_id);
-        inputs += R"({"message_id":)" + json::quote(in.message_id)
-                  + R"(,"accepted_us":)" + std::to_string(in.accepted_us)
-                  + R"(,"arrived_us":)" + std::to_string(in.arrived_us)
-                  + R"(,"arrived_turn":)" + std::to_string(in.arrived_turn)
-                  + R"(,"waited_us":)" + std::to_string(waited) + "}";
-      }
-      publish(self, "steer.applied",
-              R"({"thread_id":)" + json::quote(st.id) + R"(,"run_id":)"
-                + json::quote(r->run_id) + R"(,"turn":)"
-                + std::to_string(applied.turn) + R"(,"applied_us":)"
-                + std::to_string(applied.applied_us) + R"(,"message_ids":)"
-                + ids + "]" + R"(,"inputs":)" + inputs + "]}");
-    },
-  };
-}
-
-// -- directory ----------------------------------------------------------------
-
-namespace {
-
-directory_entry& entry_for(directory_ptr self, const std::string& id) {
+/// Cancels run `run_id` (every active and queued run when ""); answers how
+/// many it cancelled. Queued runs never started: they end at once.
+uint32_t cancel_runs(thread_ptr self, const std::string& run_id) {
   auto& st = self->state;
-  auto i = st.threads.find(id);
-  if (i == st.threads.end()) {
-    // Linked: when the directory goes (the supervisor restarts the group),
-    // its threads go with it; the new ones resume from the database.
-    auto hdl = self->spawn<caf::linked>(thread, id, thread_env_ptr{st.env});
-    i = st.threads.emplace(id, directory_entry{hdl, 0, now_ms(), false}).first;
-    st.spawned->inc();
-    st.live->set(static_cast<int64_t>(st.threads.size()));
+  if (!st.act)
+    return 0;
+  auto& act = *st.act;
+  uint32_t n = 0;
+  std::vector<std::string> ids;
+  for (auto& r : act.runs)
+    if (run_id.empty() || r.run_id == run_id)
+      ids.push_back(r.run_id);
+  for (auto& id : ids) {
+    cancel_run(self, id);
+    ++n;
   }
-  auto& e = i->second;
-  ++e.seq;
-  e.last_ms = now_ms();
-  return e;
-}
-
-std::chrono::milliseconds sweep_interval(const threads_config& cfg) {
-  return std::chrono::milliseconds{
-    std::max<int64_t>(100, int64_t{cfg.idle_timeout_s} * 1000 / 4)};
-}
-
-/// Asks threads idle for longer than the timeout whether they still are,
-/// and retires those that are and got nothing since they were asked.
-void sweep(directory_ptr self) {
-  auto& st = self->state;
-  auto limit = int64_t{st.env->cfg.idle_timeout_s} * 1000;
-  auto now = now_ms();
-  for (auto& [id, e] : st.threads) {
-    if (e.asking || now - e.last_ms < limit)
-      continue;
-    e.asking = true;
-    auto seq = e.seq;
-    auto key = id;
-    self->request(e.hdl, st.env->timeout, idle_atom_v)
-      .then(
-        [self, key, seq, limit](int64_t idle_since) {
-          auto& st = self->state;
-          auto i = st.threads.find(key);
-          if (i == st.threads.end())
-            return;
-          auto& e = i->second;
-          e.asking = false;
-          if (idle_since < 0 || e.seq != seq) {
-            e.last_ms = now_ms();
-            return;
-          }
-          if (now_ms() - idle_since < limit) {
-            e.last_ms = std::max(e.last_ms, idle_since);
-            return;
-          }
-          // Nothing was forwarded since we asked, and nothing can be now:
-          // the entry goes first, then the actor.
-          self->send(e.hdl, retire_atom_v);
-          st.threads.erase(i);
-          st.retired->inc();
-          st.live->set(static_cast<int64_t>(st.threads.size()));
-        },
-        [self, key](const caf::error&) {
-          auto& st = self->state;
-          auto i = st.threads.find(key);
-          if (i != st.threads.end())
-            i->second.asking = false;
-        });
+  std::vector<queued_run> dropped;
+  for (auto i = act.queued.begin(); i != act.queued.end();) {
+    if (run_id.empty() || i->run_id == run_id) {
+      dropped.push_back(std::move(*i));
+      i = act.queued.erase(i);
+    } else {
+      ++i;
+    }
   }
+  for (auto& q : dropped) {
+    ++n;
+    st.env->cancelled->inc();
+    finish_run(self, q.run_id, q.butler, "cancelled", "cancelled", "cancelled",
+               "", "");
+  }
+  maybe_idle(self);
+  return n;
 }
 
-/// Wakes the threads that have runs left open by a previous run of the
-/// node (each resumes them as it starts); retried every second until the
-/// database answered once.
-void resume_open(directory_ptr self) {
+/// A run's session applied steer inputs at a boundary: counted, timed, and
+/// published as `steer.applied`.
+void on_steer_applied(thread_ptr self, const steer_applied& applied) {
   auto& st = self->state;
-  if (st.resumed || !st.env->reader)
+  if (!st.act)
     return;
-  if (st.ctx && !st.ctx->status.database_ready) {
-    // Resumed runs go to their butlers, which store work through the
-    // writer: wait until it is up.
-    self->delayed_send(self, std::chrono::milliseconds{200}, resume_atom_v);
+  auto r = find_run(st.act->runs, applied.work_id, true);
+  if (r == nullptr)
+    r = find_run(st.act->stopping, applied.work_id, true);
+  if (r == nullptr)
     return;
+  st.env->steers_applied->inc(applied.inputs.size());
+  std::string ids = "[";
+  std::string inputs = "[";
+  for (auto& in : applied.inputs) {
+    auto waited = applied.applied_us - in.arrived_us;
+    st.env->steer_wait->observe(static_cast<double>(waited) / 1000.0);
+    if (ids.size() > 1) {
+      ids += ',';
+      inputs += ',';
+    }
+    ids += json::quote(in.message_id);
+    inputs += R"({"message_id":)" + json::quote(in.message_id)
+              + R"(,"accepted_us":)" + std::to_string(in.accepted_us)
+              + R"(,"arrived_us":)" + std::to_string(in.arrived_us)
+              + R"(,"arrived_turn":)" + std::to_string(in.arrived_turn)
+              + R"(,"waited_us":)" + std::to_string(waited) + "}";
   }
-  self
-    ->request(st.env->reader, st.env->timeout, read_atom_v,
-              named_statement{"thread_open_threads", {}})
-    .then(
-      [self](const named_result& r) {
-        auto& st = self->state;
-        if (!r.ok || st.resumed)
-          return;
-        st.resumed = true;
-        for (auto& row : r.rows)
-          if (!row.empty())
-            entry_for(self, row[0]);
-        if (!r.rows.empty())
-          spdlog::info("threads: woke {} thread(s) with open runs",
-                       r.rows.size());
-      },
-      [self](const caf::error&) {
-        // The reader (or the schema) is not up yet: ask again shortly.
-        self->delayed_send(self, std::chrono::seconds{1}, resume_atom_v);
-      });
+  publish(self, "steer.applied",
+          R"({"thread_id":)" + json::quote(st.id) + R"(,"run_id":)"
+            + json::quote(r->run_id) + R"(,"turn":)"
+            + std::to_string(applied.turn) + R"(,"applied_us":)"
+            + std::to_string(applied.applied_us) + R"(,"message_ids":)" + ids
+            + "]" + R"(,"inputs":)" + inputs + "]}");
 }
 
 } // namespace
 
-thread_directory_actor::behavior_type thread_directory(
-  thread_directory_actor::stateful_pointer<thread_directory_state> self,
-  thread_env env, node_context_ptr ctx) {
-  auto& st = self->state;
-  st.ctx = ctx;
-  auto& m = ctx->metrics;
-  env.directory = caf::actor_cast<thread_directory_actor>(self);
+void wire_thread_metrics(thread_env& env, metrics_registry& m) {
   env.turns = &m.get_counter("butlers_thread_turns_total",
                              "Turns received by thread actors");
   env.started = &m.get_counter("butlers_thread_runs_started_total",
@@ -870,74 +685,51 @@ thread_directory_actor::behavior_type thread_directory(
   env.steer_wait = &m.get_histogram("butlers_thread_steer_boundary_wait_ms",
                                     "From a steer input reaching its run to "
                                     "the run's next boundary");
-  st.live = &m.get_gauge("butlers_threads_live", "Thread actors in memory");
-  st.spawned = &m.get_counter("butlers_threads_spawned_total",
-                              "Thread actors created");
-  st.retired = &m.get_counter("butlers_threads_retired_total",
-                              "Idle thread actors retired");
-  st.env = std::make_shared<thread_env>(std::move(env));
-  // A thread that ends (retired, or failed) does not take the directory
-  // with it; one that failed is dropped and resumes on its next turn.
-  self->set_exit_handler([self](caf::exit_msg& msg) {
-    auto& st = self->state;
-    if (!msg.reason)
-      return; // a retired thread
-    for (auto i = st.threads.begin(); i != st.threads.end(); ++i) {
-      if (i->second.hdl.address() == msg.source) {
-        spdlog::warn("thread {} ended: {}", i->first,
-                     self->system().render(msg.reason));
-        st.threads.erase(i);
-        st.live->set(static_cast<int64_t>(st.threads.size()));
+}
+
+thread_actor::behavior_type thread(
+  thread_actor::stateful_pointer<thread_state> self, std::string id,
+  thread_env_ptr env) {
+  self->state.id = std::move(id);
+  self->state.env = std::move(env);
+  self->state.idle_since_ms = unix_now_ms();
+  if (self->state.env->reader)
+    recover(self);
+  return {
+    [self](turn_atom, thread_turn& t) -> caf::result<turn_result> {
+      auto& st = self->state;
+      auto& act = activity(self);
+      if (auto full = st.env->policy().admit(act.turns.size())) {
+        st.env->overload->inc();
+        return refusal_result(*full, t, t.butler);
+      }
+      auto rp = self->make_response_promise<turn_result>();
+      act.turns.push_back(pending_turn{std::move(t), rp});
+      process_next(self);
+      return rp;
+    },
+    [self](cancel_atom, const std::string& run_id) -> uint32_t {
+      return cancel_runs(self, run_id);
+    },
+    [self](idle_atom) -> int64_t {
+      auto& st = self->state;
+      if (st.act && !st.act->empty())
+        return -1;
+      return st.idle_since_ms;
+    },
+    [self](retire_atom) {
+      self->quit();
+    },
+    [self](done_atom, route_response& resp) {
+      auto& act = activity(self);
+      if (act.busy) {
+        act.deferred.push_back(std::move(resp));
         return;
       }
-    }
-    self->quit(msg.reason);
-  });
-  self->delayed_send(self, sweep_interval(st.env->cfg), caf::tick_atom_v);
-  resume_open(self);
-  return {
-    [self](turn_atom a, thread_turn& t) {
-      auto& e = entry_for(self, t.thread_id);
-      return self->delegate(e.hdl, a, std::move(t));
+      on_outcome(self, resp);
     },
-    [self](cancel_atom a, const std::string& thread_id,
-           const std::string& run_id) -> caf::result<uint32_t> {
-      auto& st = self->state;
-      auto id = thread_id;
-      if (id.empty()) {
-        auto i = st.runs.find(run_id);
-        if (i == st.runs.end())
-          return caf::error{butlers_errc::not_found,
-                            "no active or queued run " + run_id};
-        id = i->second;
-      }
-      if (st.threads.count(id) == 0)
-        return uint32_t{0};
-      auto& e = entry_for(self, id);
-      return self->delegate(e.hdl, a, run_id);
-    },
-    [self](touch_atom, const std::string& thread_id) -> uint64_t {
-      entry_for(self, thread_id);
-      return self->state.threads.size();
-    },
-    [self](status_atom) -> uint64_t {
-      return self->state.threads.size();
-    },
-    [self](run_atom, const std::string& run_id, const std::string& thread_id,
-           bool active) {
-      auto& runs = self->state.runs;
-      if (active)
-        runs[run_id] = thread_id;
-      else
-        runs.erase(run_id);
-    },
-    [self](resume_atom) {
-      resume_open(self);
-    },
-    [self](caf::tick_atom) {
-      sweep(self);
-      self->delayed_send(self, sweep_interval(self->state.env->cfg),
-                         caf::tick_atom_v);
+    [self](steer_atom, steer_applied& applied) {
+      on_steer_applied(self, applied);
     },
   };
 }

@@ -5,7 +5,6 @@
 #include <deque>
 #include <memory>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include <caf/stateful_actor.hpp>
@@ -17,6 +16,7 @@
 #include "runtime/config.hpp"
 #include "runtime/event_hub.hpp"
 #include "runtime/metrics.hpp"
+#include "runtime/turn_policy.hpp"
 
 namespace butlers {
 
@@ -46,6 +46,12 @@ struct thread_env {
   counter* cancelled = nullptr;
   counter* duplicates = nullptr;
   histogram* steer_wait = nullptr;
+
+  /// The turn rules under `cfg` (made on demand: a policy per thread would
+  /// make every idle thread bigger).
+  turn_policy policy() const {
+    return turn_policy{cfg};
+  }
 };
 
 using thread_env_ptr = std::shared_ptr<const thread_env>;
@@ -104,47 +110,22 @@ struct thread_activity {
 
 struct thread_state {
   static inline const char* name = "thread";
+  /// The thread id (spec 003).
   std::string id;
+  /// Shared by every thread of the node.
   thread_env_ptr env;
+  /// Null while the thread is idle.
   std::unique_ptr<thread_activity> act;
   /// Unix ms since which the thread has nothing going on.
   int64_t idle_since_ms = 0;
 };
 
+/// Points the metrics of `env` at the thread metrics of `m`.
+void wire_thread_metrics(thread_env& env, metrics_registry& m);
+
 /// A conversation thread (see `thread_actor`).
 thread_actor::behavior_type thread(
   thread_actor::stateful_pointer<thread_state> self, std::string id,
   thread_env_ptr env);
-
-/// A live thread as the directory knows it.
-struct directory_entry {
-  thread_actor hdl;
-  /// Messages forwarded to it; a retire handshake succeeds only if this did
-  /// not change while the thread was asked.
-  uint64_t seq = 0;
-  /// Unix ms of the last forward (or of the idle time the thread reported).
-  int64_t last_ms = 0;
-  bool asking = false;
-};
-
-struct thread_directory_state {
-  static inline const char* name = "thread_directory";
-  std::shared_ptr<thread_env> env;
-  std::unordered_map<std::string, directory_entry> threads;
-  /// Run id → thread id, for active and queued runs.
-  std::unordered_map<std::string, std::string> runs;
-  /// Threads left with open runs were woken (done once, at start).
-  bool resumed = false;
-  node_context_ptr ctx;
-  gauge* live = nullptr;
-  counter* spawned = nullptr;
-  counter* retired = nullptr;
-};
-
-/// The thread directory (see `thread_directory_actor`). `env.directory` is
-/// filled in with the directory's own handle.
-thread_directory_actor::behavior_type thread_directory(
-  thread_directory_actor::stateful_pointer<thread_directory_state> self,
-  thread_env env, node_context_ptr ctx);
 
 } // namespace butlers

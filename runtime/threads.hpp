@@ -109,4 +109,9 @@ std::string sse_frame(std::string_view type, std::string_view json,
 /// Unix µs now (system clock).
 int64_t unix_now_us();
 
+/// Unix ms now (system clock).
+inline int64_t unix_now_ms() {
+  return unix_now_us() / 1000;
+}
+
 } // namespace butlers

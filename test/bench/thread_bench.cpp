@@ -31,7 +31,7 @@
 #include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
 
-#include "actors/thread.hpp"
+#include "actors/thread_directory.hpp"
 #include "actors/type_ids.hpp"
 #include "runtime/json.hpp"
 #include "test/support/http_client.hpp"
