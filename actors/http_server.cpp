@@ -6,12 +6,10 @@
 #include <condition_variable>
 #include <mutex>
 #include <thread>
-#include <tuple>
 #include <vector>
 
 #include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>
-#include <caf/event_based_actor.hpp>
 #include <caf/send.hpp>
 #include <restinio/all.hpp>
 #include <spdlog/spdlog.h>
@@ -453,6 +451,7 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
     return h;
   }
 
+  /// Records how long the ingest request that arrived at `started` took.
   void observe(std::chrono::steady_clock::time_point started) {
     using ms = std::chrono::duration<double, std::milli>;
     accept_latency.observe(
@@ -538,12 +537,9 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
     with_butler(req, reg, std::string{p["name"]},
                 [self_ptr = shared_from_this(), req,
                  body = req->body()](butler_actor b) {
+                  route_request rr{body, "route", {}, {}};
                   self_ptr->relay<route_response>(req, b, route_reply,
-                                                  route_atom_v,
-                                                  route_request{body,
-                                                                "route",
-                                                                {},
-                                                                {}});
+                                                  route_atom_v, std::move(rr));
                 });
   }
 
