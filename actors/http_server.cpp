@@ -8,13 +8,12 @@
 #include <thread>
 #include <vector>
 
-#include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/send.hpp>
 #include <restinio/all.hpp>
 #include <spdlog/spdlog.h>
 
-#include "actors/http_bridge.hpp"
+#include "actors/http_api.hpp"
 #include "actors/http_ingest_bridge.hpp"
 #include "runtime/http_checks.hpp"
 #include "runtime/http_ingest_queue.hpp"
@@ -101,10 +100,11 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
     http_ingest_queue<request_handle, inbox_record> ingests;
   };
 
-  /// What answers one route: the shard the request arrived on, the
+  /// What answers one route: a function of this server (`on_server`) or of
+  /// the API (`on_api`), given the shard the request arrived on, the
   /// request, and the parameters its path bound.
-  using handler = void (impl::*)(shard&, const request_handle&,
-                                 const path_params&);
+  using handler = void (*)(impl&, shard&, const request_handle&,
+                           const path_params&);
 
   /// Every route of the API, one row each (see `routes()`).
   static const http_route_table<handler>& routes();
@@ -116,6 +116,8 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
   uint16_t port = 0;
   /// `Bearer <token>`, or empty when no token is configured.
   std::string expected_auth;
+  /// The endpoints that answer through an actor.
+  http_api api;
 
   // -- in-flight tracking for the drain ---------------------------------------
   std::mutex mtx;
@@ -136,6 +138,7 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
   impl(caf::actor_system& sys, const node_settings& settings,
        node_context_ptr ctx, supervisor_actor sup)
     : sys(sys), settings(settings), ctx(std::move(ctx)), sup(std::move(sup)),
+      api(sys, this->settings, this->ctx),
       requests_total(
         this->ctx->metrics.get_counter("butlers_http_requests_total",
                                        "HTTP requests received")),
@@ -195,85 +198,8 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
       idle_cv.notify_all();
   }
 
-  // -- the actors behind the API (null while their group restarts) -----------
-
-  switchboard_actor switchboard() const {
-    return caf::actor_cast<switchboard_actor>(ctx->switchboard());
-  }
-
-  registry_actor registry() const {
-    return caf::actor_cast<registry_actor>(ctx->registry());
-  }
-
-  thread_directory_actor directory() const {
-    return caf::actor_cast<thread_directory_actor>(ctx->threads());
-  }
-
-  db_reader_actor reader() const {
-    return caf::actor_cast<db_reader_actor>(ctx->reader());
-  }
-
   std::chrono::milliseconds request_timeout() const {
     return std::chrono::milliseconds{settings.http.request_timeout_ms};
-  }
-
-  // -- through the bridge to actors (see http_bridge.hpp) ---------------------
-
-  /// Completes `req`, already in flight, with `render(reply)` of `hdl`'s
-  /// answer to `msg`, or with the failure.
-  template<class Reply, class Handle, class Render, class... Ts>
-  void relay(const request_handle& req, Handle hdl, Render render, Ts... msg) {
-    auto self_ptr = shared_from_this();
-    bridge<Reply>(
-      sys, std::move(hdl), request_timeout(),
-      [self_ptr, req, render](Reply& r) {
-        self_ptr->answer(req, render(r));
-      },
-      [self_ptr, req](const caf::error& err) {
-        self_ptr->answer(req, failure_reply(err));
-      },
-      std::move(msg)...);
-  }
-
-  /// Puts `req` in flight and relays it (see `relay`).
-  template<class Reply, class Handle, class Render, class... Ts>
-  void ask(const request_handle& req, Handle hdl, Render render, Ts... msg) {
-    enter();
-    relay<Reply>(req, std::move(hdl), std::move(render), std::move(msg)...);
-  }
-
-  /// Puts `req` in flight and hands the butler `name` to `then` (on a CAF
-  /// thread), or answers 404 when `reg` knows no such butler.
-  template<class Then>
-  void with_butler(const request_handle& req, registry_actor reg,
-                   std::string name, Then then) {
-    enter();
-    auto self_ptr = shared_from_this();
-    bridge<caf::actor>(
-      sys, std::move(reg), request_timeout(),
-      [then](caf::actor& hdl) mutable {
-        then(caf::actor_cast<butler_actor>(hdl));
-      },
-      [self_ptr, req, name](const caf::error&) {
-        self_ptr->answer(req, no_butler_reply(name));
-      },
-      lookup_atom_v, name);
-  }
-
-  /// Answers 200 with what `stmt` reads through the node's reader: the
-  /// first column of its first row, a JSON document built in SQL. No row
-  /// (or a failed read) is answered `missing_code` with `missing`.
-  void respond_read(const request_handle& req, named_statement stmt,
-                    butlers_errc missing_code, std::string missing) {
-    auto hdl = reader();
-    if (!hdl)
-      return send(req, no_reader_reply());
-    ask<named_result>(
-      req, hdl,
-      [missing_code, missing](const named_result& r) {
-        return read_reply(r, missing_code, missing);
-      },
-      read_atom_v, std::move(stmt));
   }
 
   // -- dispatch ---------------------------------------------------------------
@@ -293,7 +219,7 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
     } else if (!m.route) {
       send(req, no_route_reply(head.method().c_str(), head.path()));
     } else {
-      (this->*(m.route->handler))(sh, req, m.params);
+      m.route->handler(*this, sh, req, m.params);
     }
     return restinio::request_accepted();
   }
@@ -304,6 +230,48 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
     auto value = req->header().opt_value_of(field);
     return value ? std::optional<std::string_view>{*value} : std::nullopt;
   }
+
+  /// A route answered by a function of this server.
+  template<void (impl::*F)(shard&, const request_handle&, const path_params&)>
+  static void on_server(impl& srv, shard& sh, const request_handle& req,
+                        const path_params& p) {
+    (srv.*F)(sh, req, p);
+  }
+
+  /// A route answered by the API, which sees the request as an `http_call`.
+  template<void (http_api::*F)(const http_call&, http_responder&,
+                               const path_params&)>
+  static void on_api(impl& srv, shard&, const request_handle& req,
+                     const path_params& p) {
+    auto& head = req->header();
+    http_call call{head.method().c_str(), head.path(), head.query(),
+                   header_of(req, restinio::http_field::content_type),
+                   req->body()};
+    responder out{srv, req};
+    (srv.api.*F)(call, out, p);
+  }
+
+  /// Answers for the API: at once, or later from any thread while the
+  /// request counts as in flight.
+  struct responder final : http_responder {
+    responder(impl& srv, const request_handle& req) : srv(srv), req(req) {
+      // nop
+    }
+
+    void now(http_reply r) override {
+      send(req, std::move(r));
+    }
+
+    std::function<void(http_reply)> later() override {
+      srv.enter();
+      return [self_ptr = srv.shared_from_this(), req = req](http_reply r) {
+        self_ptr->answer(req, std::move(r));
+      };
+    }
+
+    impl& srv;
+    const request_handle& req;
+  };
 
   // -- probes and metrics -----------------------------------------------------
 
@@ -338,7 +306,7 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
     if (body.size() > settings.http.max_body_bytes)
       return send(req, ingest_too_large_reply(body.size(),
                                               settings.http.max_body_bytes));
-    if (!switchboard())
+    if (!api.switchboard())
       return send(req,
                   no_ingest_switchboard_reply(ctx->status.database_configured,
                                               settings.cluster.switchboard));
@@ -427,7 +395,7 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
     auto srv = shared_from_this();
     http_ingest_hooks h;
     h.switchboard = [srv] {
-      return srv->switchboard();
+      return srv->api.switchboard();
     };
     h.done = [srv, sh](std::vector<uint64_t> tokens,
                        std::vector<append_result> res) {
@@ -458,154 +426,7 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
       ms{std::chrono::steady_clock::now() - started}.count());
   }
 
-  /// The checks of a JSON body (415, then 413; ingest has its own).
-  std::optional<http_reply> refuse_body(const request_handle& req) const {
-    return refuse_json_body(header_of(req, restinio::http_field::content_type),
-                            req->body().size(), settings.http.max_body_bytes);
-  }
-
-  // -- requests (operator API) ------------------------------------------------
-
-  /// GET /v1/requests/{id}: the request reconstructed (received, plan,
-  /// subrequests, work items, transitions, dead letters, operator actions).
-  void request_inspect(shard&, const request_handle& req,
-                       const path_params& p) {
-    auto id = std::string{p["id"]};
-    if (!is_uuid(id))
-      return send(req, bad_uuid_reply("request"));
-    respond_read(req, named_statement{"request_inspect", {id}},
-                 butlers_errc::not_found, "no request " + id);
-  }
-
-  /// POST /v1/requests/{id}/replay | cancel | force-complete | reroute: an
-  /// audited operator action (409 when the request's state does not allow
-  /// it).
-  void request_operate(shard&, const request_handle& req,
-                       const path_params& p) {
-    auto id = std::string{p["id"]};
-    if (!is_uuid(id))
-      return send(req, bad_uuid_reply("request"));
-    auto action = operator_action_name(p["action"]);
-    if (!action)
-      return send(req, no_route_reply("POST", req->header().path()));
-    auto op = parse_operator_body(*action, req->body());
-    if (!op)
-      return send(req, operator_body_reply());
-    auto sb = switchboard();
-    if (!sb)
-      return send(req, no_switchboard_reply());
-    ask<std::string>(
-      req, sb,
-      [](const std::string& body) {
-        return json_reply(200, body);
-      },
-      operate_atom_v, std::move(op->action), std::move(id), std::move(op->who),
-      std::move(op->why), std::move(op->arg));
-  }
-
-  /// Anything else under /v1/requests/: a bad id is named before the route.
-  void request_other(shard&, const request_handle& req, const path_params& p) {
-    auto rest = p["rest"];
-    if (!is_uuid(rest.substr(0, rest.find('/'))))
-      return send(req, bad_uuid_reply("request"));
-    send(req,
-         no_route_reply(req->header().method().c_str(), req->header().path()));
-  }
-
-  // -- butlers ----------------------------------------------------------------
-
-  /// GET /v1/butlers: the registry, one entry per (butler, node), so with
-  /// the cluster each host's liveness shows (spec 001 §10.7).
-  void butlers_list(shard&, const request_handle& req, const path_params&) {
-    auto reg = registry();
-    if (!reg)
-      return send(req, no_registry_reply(ctx->status.database_configured));
-    ask<std::vector<registry_entry>>(req, reg, butlers_reply, hosts_atom_v);
-  }
-
-  /// POST /v1/butlers/{name}/route: route.execute with a route.v1 body (202
-  /// + route_response.v1 `accepted`, or the error response with the status
-  /// of its class).
-  void butler_route(shard&, const request_handle& req, const path_params& p) {
-    auto reg = registry();
-    if (!reg)
-      return send(req, no_registry_reply(ctx->status.database_configured));
-    if (ctx->status.draining)
-      return send(req, draining_reply());
-    if (auto no = refuse_body(req))
-      return send(req, std::move(*no));
-    with_butler(req, reg, std::string{p["name"]},
-                [self_ptr = shared_from_this(), req,
-                 body = req->body()](butler_actor b) {
-                  route_request rr{body, "route", {}, {}};
-                  self_ptr->relay<route_response>(req, b, route_reply,
-                                                  route_atom_v, std::move(rr));
-                });
-  }
-
-  /// POST /v1/butlers/{name}/work/{work_id}/cancel: cancels a work item.
-  void butler_work_cancel(shard&, const request_handle& req,
-                          const path_params& p) {
-    auto reg = registry();
-    if (!reg)
-      return send(req, no_registry_reply(ctx->status.database_configured));
-    auto work_id = std::string{p["work_id"]};
-    if (work_id.empty())
-      return send(req, no_route_reply("POST", req->header().path()));
-    if (ctx->status.draining)
-      return send(req, draining_reply());
-    with_butler(req, reg, std::string{p["name"]},
-                [self_ptr = shared_from_this(), req, work_id](butler_actor b) {
-                  self_ptr->relay<bool>(req, b, work_cancel_reply,
-                                        cancel_atom_v, work_id);
-                });
-  }
-
-  /// Anything else on /v1/butlers or under it: without a registry that is
-  /// what the answer says.
-  void butlers_other(shard&, const request_handle& req, const path_params& p) {
-    if (!registry())
-      return send(req, no_registry_reply(ctx->status.database_configured));
-    send(req, no_route_reply(req->header().method().c_str(),
-                             "/v1/butlers/" + std::string{p["rest"]}));
-  }
-
-  // -- threads (spec 003) -----------------------------------------------------
-
-  /// POST /v1/threads/{id}/turns: start-or-steer.
-  void thread_turn_post(shard&, const request_handle& req,
-                        const path_params& p) {
-    auto id = std::string{p["id"]};
-    if (!valid_thread_id(id))
-      return send(req, bad_thread_id_reply());
-    if (ctx->status.draining)
-      return send(req, draining_reply());
-    if (auto no = refuse_body(req))
-      return send(req, std::move(*no));
-    thread_turn turn;
-    auto bad = parse_turn_body(req->body(), turn);
-    if (!bad.empty())
-      return send(req, validation_reply(bad));
-    turn.thread_id = id;
-    auto dir = directory();
-    if (!dir)
-      return send(req, no_directory_reply(ctx->status.database_configured));
-    ask<turn_result>(req, dir, turn_reply, turn_atom_v, std::move(turn));
-  }
-
-  /// POST /v1/threads/{id}/cancel: the thread's active and queued runs.
-  void thread_cancel(shard&, const request_handle& req, const path_params& p) {
-    auto id = std::string{p["id"]};
-    if (!valid_thread_id(id))
-      return send(req, bad_thread_id_reply());
-    if (ctx->status.draining)
-      return send(req, draining_reply());
-    auto dir = directory();
-    if (!dir)
-      return send(req, no_directory_reply(ctx->status.database_configured));
-    ask<uint32_t>(req, dir, thread_cancel_reply, cancel_atom_v, id,
-                  std::string{});
-  }
+  // -- event streams (spec 003) ----------------------------------------------
 
   /// GET /v1/threads/{id}/events: the thread's event stream.
   void thread_events(shard&, const request_handle& req, const path_params& p) {
@@ -613,33 +434,6 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
     if (!valid_thread_id(id))
       return send(req, bad_thread_id_reply());
     subscribe(req, id);
-  }
-
-  /// GET /v1/threads/{id}/transcript?after=CURSOR&limit=N: gap backfill.
-  void thread_transcript(shard&, const request_handle& req,
-                         const path_params& p) {
-    auto id = std::string{p["id"]};
-    if (!valid_thread_id(id))
-      return send(req, bad_thread_id_reply());
-    auto window = parse_transcript_query(req->header().query());
-    if (!window)
-      return send(req, transcript_query_reply());
-    respond_read(req,
-                 named_statement{"thread_transcript_read",
-                                 {id, std::to_string(window->after),
-                                  std::to_string(window->limit)}},
-                 butlers_errc::internal_error, "transcript query failed");
-  }
-
-  /// POST /v1/runs/{id}/cancel: an active or queued run.
-  void run_cancel(shard&, const request_handle& req, const path_params& p) {
-    auto id = std::string{p["id"]};
-    if (!is_uuid(id))
-      return send(req, bad_uuid_reply("run"));
-    auto dir = directory();
-    if (!dir)
-      return send(req, no_directory_reply(ctx->status.database_configured));
-    ask<uint32_t>(req, dir, run_cancel_reply, cancel_atom_v, std::string{}, id);
   }
 
   /// GET /v1/events/summary: the summary event stream.
@@ -842,29 +636,35 @@ const http_route_table<http_server::impl::handler>& http_server::impl::
   // the rows of its path above it refuse. No row fits: 404 (after the token
   // check, so an unknown path tells nothing without it).
   static const http_route_table<handler> table{
-    {m::get, "/healthz", open, &impl::healthz},
-    {m::get, "/readyz", open, &impl::readyz},
-    {m::get, "/metrics", token, &impl::metrics},
-    {m::post, "/v1/ingest", token, &impl::ingest},
-    {m::any, "/v1/ingest", token, &impl::ingest_wrong_method},
-    {m::get, "/v1/requests/{id}", token, &impl::request_inspect},
-    {m::get, "/v1/requests/{id}/", token, &impl::request_inspect},
-    {m::post, "/v1/requests/{id}/{action}", token, &impl::request_operate},
-    {m::any, "/v1/requests/{rest...}", token, &impl::request_other},
-    {m::get, "/v1/butlers", token, &impl::butlers_list},
-    {m::get, "/v1/butlers/", token, &impl::butlers_list},
-    {m::post, "/v1/butlers/{name}/route", token, &impl::butler_route},
+    {m::get, "/healthz", open, on_server<&impl::healthz>},
+    {m::get, "/readyz", open, on_server<&impl::readyz>},
+    {m::get, "/metrics", token, on_server<&impl::metrics>},
+    {m::post, "/v1/ingest", token, on_server<&impl::ingest>},
+    {m::any, "/v1/ingest", token, on_server<&impl::ingest_wrong_method>},
+    {m::get, "/v1/requests/{id}", token, on_api<&http_api::request_inspect>},
+    {m::get, "/v1/requests/{id}/", token, on_api<&http_api::request_inspect>},
+    {m::post, "/v1/requests/{id}/{action}", token,
+     on_api<&http_api::request_operate>},
+    {m::any, "/v1/requests/{rest...}", token, on_api<&http_api::request_other>},
+    {m::get, "/v1/butlers", token, on_api<&http_api::butlers_list>},
+    {m::get, "/v1/butlers/", token, on_api<&http_api::butlers_list>},
+    {m::post, "/v1/butlers/{name}/route", token,
+     on_api<&http_api::butler_route>},
     {m::post, "/v1/butlers/{name}/work/{work_id...}/cancel", token,
-     &impl::butler_work_cancel},
-    {m::any, "/v1/butlers", token, &impl::butlers_other},
-    {m::any, "/v1/butlers/{rest...}", token, &impl::butlers_other},
-    {m::post, "/v1/threads/{id}/turns", token, &impl::thread_turn_post},
-    {m::post, "/v1/threads/{id}/cancel", token, &impl::thread_cancel},
-    {m::get, "/v1/threads/{id}/events", token, &impl::thread_events},
-    {m::get, "/v1/threads/{id}/transcript", token, &impl::thread_transcript},
-    {m::post, "/v1/runs/{id}/cancel", token, &impl::run_cancel},
-    {m::get, "/v1/events/summary", token, &impl::events_summary},
-    {m::any, "/v1/events/summary", token, &impl::events_wrong_method},
+     on_api<&http_api::butler_work_cancel>},
+    {m::any, "/v1/butlers", token, on_api<&http_api::butlers_other>},
+    {m::any, "/v1/butlers/{rest...}", token, on_api<&http_api::butlers_other>},
+    {m::post, "/v1/threads/{id}/turns", token,
+     on_api<&http_api::thread_turn_post>},
+    {m::post, "/v1/threads/{id}/cancel", token,
+     on_api<&http_api::thread_cancel>},
+    {m::get, "/v1/threads/{id}/events", token, on_server<&impl::thread_events>},
+    {m::get, "/v1/threads/{id}/transcript", token,
+     on_api<&http_api::thread_transcript>},
+    {m::post, "/v1/runs/{id}/cancel", token, on_api<&http_api::run_cancel>},
+    {m::get, "/v1/events/summary", token, on_server<&impl::events_summary>},
+    {m::any, "/v1/events/summary", token,
+     on_server<&impl::events_wrong_method>},
   };
   return table;
 }
