@@ -14,11 +14,11 @@
 namespace butlers {
 
 /// The node's HTTP surface (restinio on its own asio threads, answering
-/// asynchronously so a request waiting on an actor holds no thread):
-/// `POST /v1/ingest`, `/healthz`, `/readyz`, `/metrics`. Binds loopback unless
-/// a token is configured (checked by config validation); when a token is set
-/// every path except the health probes requires `Authorization: Bearer
-/// <token>`.
+/// asynchronously so a request waiting on an actor holds no thread): the
+/// API of README's "HTTP API", one row per route in the table of
+/// http_server.cpp. Binds loopback unless a token is configured (checked by
+/// config validation); when a token is set every path except the health
+/// probes requires `Authorization: Bearer <token>`.
 class http_server {
  public:
   http_server(caf::actor_system& sys, const node_settings& settings,

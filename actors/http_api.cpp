@@ -1,0 +1,255 @@
+#include "actors/http_api.hpp"
+
+#include <caf/actor_cast.hpp>
+
+#include "actors/http_bridge.hpp"
+#include "runtime/http_checks.hpp"
+#include "runtime/threads.hpp"
+
+namespace butlers {
+
+namespace {
+
+using answer_fn = std::function<void(http_reply)>;
+
+/// Answers with `render(reply)` of `hdl`'s answer to `msg`, or with the
+/// failure.
+template<class Reply, class Handle, class Render, class... Ts>
+void relay(caf::actor_system& sys, std::chrono::milliseconds timeout,
+           answer_fn answer, Handle hdl, Render render, Ts... msg) {
+  bridge<Reply>(
+    sys, std::move(hdl), timeout,
+    [answer, render](Reply& r) {
+      answer(render(r));
+    },
+    [answer](const caf::error& err) {
+      answer(failure_reply(err));
+    },
+    std::move(msg)...);
+}
+
+/// Hands the butler `name` and `answer` to `then` (on a CAF thread), or
+/// answers 404 when `reg` knows no such butler.
+template<class Then>
+void with_butler(caf::actor_system& sys, std::chrono::milliseconds timeout,
+                 answer_fn answer, registry_actor reg, std::string name,
+                 Then then) {
+  bridge<butler_actor>(
+    sys, std::move(reg), timeout,
+    [answer, then](butler_actor& hdl) mutable {
+      then(hdl, answer);
+    },
+    [answer, name](const caf::error&) {
+      answer(no_butler_reply(name));
+    },
+    lookup_atom_v, name);
+}
+
+} // namespace
+
+http_api::http_api(caf::actor_system& sys, const node_settings& settings,
+                   node_context_ptr ctx)
+  : sys_(sys), settings_(settings), ctx_(std::move(ctx)) {
+  // nop
+}
+
+// -- the actors behind the API ------------------------------------------------
+
+switchboard_actor http_api::switchboard() const {
+  return ctx_->switchboard();
+}
+
+registry_actor http_api::registry() const {
+  return ctx_->registry();
+}
+
+thread_directory_actor http_api::directory() const {
+  return ctx_->threads();
+}
+
+db_reader_actor http_api::reader() const {
+  return ctx_->reader();
+}
+
+std::chrono::milliseconds http_api::timeout() const {
+  return std::chrono::milliseconds{settings_.http.request_timeout_ms};
+}
+
+void http_api::read(http_responder& out, named_statement stmt,
+                    butlers_errc missing_code, std::string missing) {
+  auto hdl = reader();
+  if (!hdl)
+    return out.now(no_reader_reply());
+  relay<named_result>(
+    sys_, timeout(), out.later(), hdl,
+    [missing_code, missing](const named_result& r) {
+      return read_reply(r, missing_code, missing);
+    },
+    read_atom_v, std::move(stmt));
+}
+
+// -- requests (operator API) --------------------------------------------------
+
+void http_api::request_inspect(const http_call&, http_responder& out,
+                               const path_params& p) {
+  auto id = std::string{p["id"]};
+  if (!is_uuid(id))
+    return out.now(bad_uuid_reply("request"));
+  read(out, named_statement{"request_inspect", {id}}, butlers_errc::not_found,
+       "no request " + id);
+}
+
+void http_api::request_operate(const http_call& call, http_responder& out,
+                               const path_params& p) {
+  auto id = std::string{p["id"]};
+  if (!is_uuid(id))
+    return out.now(bad_uuid_reply("request"));
+  auto verb = parse_operator_verb(p["action"]);
+  if (!verb)
+    return out.now(no_route_reply(call.method, call.path));
+  auto op = parse_operator_body(*verb, id, call.body);
+  if (!op)
+    return out.now(operator_body_reply());
+  auto sb = switchboard();
+  if (!sb)
+    return out.now(no_switchboard_reply());
+  relay<std::string>(
+    sys_, timeout(), out.later(), sb,
+    [](const std::string& body) {
+      return json_reply(200, body);
+    },
+    operate_atom_v, std::move(*op));
+}
+
+void http_api::request_other(const http_call& call, http_responder& out,
+                             const path_params& p) {
+  auto rest = p["rest"];
+  if (!is_uuid(rest.substr(0, rest.find('/'))))
+    return out.now(bad_uuid_reply("request"));
+  out.now(no_route_reply(call.method, call.path));
+}
+
+// -- butlers ------------------------------------------------------------------
+
+void http_api::butlers_list(const http_call&, http_responder& out,
+                            const path_params&) {
+  auto reg = registry();
+  if (!reg)
+    return out.now(no_registry_reply(ctx_->status.database_configured));
+  relay<std::vector<registry_entry>>(sys_, timeout(), out.later(), reg,
+                                     butlers_reply, hosts_atom_v);
+}
+
+void http_api::butler_route(const http_call& call, http_responder& out,
+                            const path_params& p) {
+  auto reg = registry();
+  if (!reg)
+    return out.now(no_registry_reply(ctx_->status.database_configured));
+  if (ctx_->status.draining)
+    return out.now(draining_reply());
+  if (auto no = refuse_json_body(call.content_type, call.body.size(),
+                                 settings_.http.max_body_bytes))
+    return out.now(std::move(*no));
+  auto& sys = sys_;
+  with_butler(sys, timeout(), out.later(), reg, std::string{p["name"]},
+              [&sys, t = timeout(),
+               body = std::string{call.body}](butler_actor b,
+                                              const answer_fn& answer) {
+                route_request rr{body, "route", {}, {}};
+                relay<route_response>(sys, t, answer, b, route_reply,
+                                      route_atom_v, std::move(rr));
+              });
+}
+
+void http_api::butler_work_cancel(const http_call& call, http_responder& out,
+                                  const path_params& p) {
+  auto reg = registry();
+  if (!reg)
+    return out.now(no_registry_reply(ctx_->status.database_configured));
+  auto work_id = std::string{p["work_id"]};
+  if (work_id.empty())
+    return out.now(no_route_reply(call.method, call.path));
+  if (ctx_->status.draining)
+    return out.now(draining_reply());
+  auto& sys = sys_;
+  with_butler(sys, timeout(), out.later(), reg, std::string{p["name"]},
+              [&sys, t = timeout(), work_id](butler_actor b,
+                                             const answer_fn& answer) {
+                relay<bool>(sys, t, answer, b, work_cancel_reply, cancel_atom_v,
+                            work_id);
+              });
+}
+
+void http_api::butlers_other(const http_call& call, http_responder& out,
+                             const path_params& p) {
+  if (!registry())
+    return out.now(no_registry_reply(ctx_->status.database_configured));
+  out.now(no_route_reply(call.method, "/v1/butlers/" + std::string{p["rest"]}));
+}
+
+// -- threads (spec 003) and runs ----------------------------------------------
+
+void http_api::thread_turn_post(const http_call& call, http_responder& out,
+                                const path_params& p) {
+  auto id = std::string{p["id"]};
+  if (!valid_thread_id(id))
+    return out.now(bad_thread_id_reply());
+  if (ctx_->status.draining)
+    return out.now(draining_reply());
+  if (auto no = refuse_json_body(call.content_type, call.body.size(),
+                                 settings_.http.max_body_bytes))
+    return out.now(std::move(*no));
+  thread_turn turn;
+  auto bad = parse_turn_body(call.body, turn);
+  if (!bad.empty())
+    return out.now(validation_reply(bad));
+  turn.thread_id = id;
+  auto dir = directory();
+  if (!dir)
+    return out.now(no_directory_reply(ctx_->status.database_configured));
+  relay<turn_result>(sys_, timeout(), out.later(), dir, turn_reply, turn_atom_v,
+                     std::move(turn));
+}
+
+void http_api::thread_cancel(const http_call&, http_responder& out,
+                             const path_params& p) {
+  auto id = std::string{p["id"]};
+  if (!valid_thread_id(id))
+    return out.now(bad_thread_id_reply());
+  if (ctx_->status.draining)
+    return out.now(draining_reply());
+  auto dir = directory();
+  if (!dir)
+    return out.now(no_directory_reply(ctx_->status.database_configured));
+  relay<uint32_t>(sys_, timeout(), out.later(), dir, thread_cancel_reply,
+                  cancel_atom_v, id, std::string{});
+}
+
+void http_api::thread_transcript(const http_call& call, http_responder& out,
+                                 const path_params& p) {
+  auto id = std::string{p["id"]};
+  if (!valid_thread_id(id))
+    return out.now(bad_thread_id_reply());
+  auto window = parse_transcript_query(call.query);
+  if (!window)
+    return out.now(transcript_query_reply());
+  read(out,
+       named_statement{"thread_transcript_read",
+                       {id, std::to_string(window->after),
+                        std::to_string(window->limit)}},
+       butlers_errc::internal_error, "transcript query failed");
+}
+
+void http_api::run_cancel(const http_call&, http_responder& out,
+                          const path_params& p) {
+  auto id = std::string{p["id"]};
+  if (!is_uuid(id))
+    return out.now(bad_uuid_reply("run"));
+  auto dir = directory();
+  if (!dir)
+    return out.now(no_directory_reply(ctx_->status.database_configured));
+  relay<uint32_t>(sys_, timeout(), out.later(), dir, run_cancel_reply,
+                  cancel_atom_v, std::string{}, id);
+}
+
+} // namespace butlers
