@@ -648,7 +648,7 @@ named_statement plan_statement(switchboard_ptr self, const inbox_ref& ref,
   for (size_t i = 0; i < plan.segments.size(); ++i)
     plan.segments[i].segment_id = "seg-" + std::to_string(i + 1);
   fanout f;
-  f.mode = st.cfg.fanout_mode;
+  f.mode = to_string(st.cfg.fanout_mode);
   f.segments.resize(plan.segments.size());
   // The dispatches that start the fanout are stored with the plan.
   std::vector<bool> first(plan.segments.size(), false);
@@ -720,7 +720,7 @@ routing_plan rules_plan(switchboard_ptr self, const std::string& text,
 void route_by_cli(switchboard_ptr self, inbox_ref ref, claim_result claim,
                   std::vector<registry_entry> entries) {
   auto& rc = self->state.routing.router;
-  auto family = parse_cli_family(rc.family).value_or(cli_family::claude);
+  auto family = rc.family;
   subprocess_options opts;
   opts.argv = rc.command.empty() ? default_command(family) : rc.command;
   opts.stdin_data = cli_router_prompt(claim.record.normalized_text, entries);
@@ -813,7 +813,7 @@ void route_claimed(switchboard_ptr self, inbox_ref ref, claim_result claim) {
                 [self, ref,
                  claim](std::vector<registry_entry>& entries) mutable {
                   auto& rc = self->state.routing.router;
-                  if (rc.kind == "cli") {
+                  if (rc.kind == router_kind::cli) {
                     route_by_cli(self, std::move(ref), std::move(claim),
                                  std::move(entries));
                     return;

@@ -68,7 +68,8 @@ void pump_once(switchboard_ptr self) {
       static_cast<double>(now_us() - ref.received_at_us) / 1000.0);
     // With the record stored at ingest and the rules router, the plan goes
     // out with the claim (one commit); else claim, then plan.
-    if (record && st.routing.router.kind != "cli" && st.ctx->registry()) {
+    if (record && st.routing.router.kind != router_kind::cli
+        && st.ctx->registry()) {
       plan_and_claim(self, std::move(ref), std::move(record));
       continue;
     }
