@@ -589,8 +589,8 @@ std::vector<config_error> apply_env_overrides(
 /// its name is unique within its butler; a webhook adapter needs a url, an
 /// outbox adapter a path; TLS key and certificate come together; a
 /// non-loopback cluster bind needs TLS; remote butlers need the cluster;
-/// switchboard.retry_base_ms is at most retry_cap_ms; a cli router has a
-/// known family; a `[[router.rule]]` neither allows and denies the same
+/// switchboard.retry_base_ms is at most retry_cap_ms; a command's program is
+/// not empty; a `[[router.rule]]` neither allows and denies the same
 /// butler nor applies to no channel; policy tiers are unique; and so on.
 /// Loopback is 127.0.0.0/8, ::1 and localhost.
 std::vector<config_error> validate_settings(const node_settings& s);
