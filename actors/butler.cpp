@@ -110,7 +110,7 @@ void write_outcome(butler_ptr self, session_outcome out) {
         for (auto& hdl : w->second)
           caf::anon_send(hdl, done_atom_v, out.response);
         st.waiters.erase(w);
-      } else if (st.session.runtime.kind != "delivery") {
+      } else if (st.session.runtime.kind != runtime_kind::delivery) {
         // Recovered here after its holder died: whoever dispatched it is
         // not known, so tell this node's switchboard (it ignores requests
         // it does not track).
@@ -221,7 +221,7 @@ void pump(butler_ptr self) {
     auto me = caf::actor_cast<butler_actor>(self);
     // The messenger's outbox deliveries run without a session actor.
     session_actor hdl;
-    if (st.session.runtime.kind != "delivery"
+    if (st.session.runtime.kind != runtime_kind::delivery
         || !deliver_without_session(st.session, held.item, held.env, me))
       hdl = self->spawn<caf::linked>(session, st.session, held.item, held.env,
                                      me, std::move(held.steer));
@@ -343,7 +343,7 @@ std::optional<route_response> admit(butler_ptr self, const route_request& req,
                     + "' (capabilities: " + offered + ")",
                   false);
   }
-  if (st.session.runtime.kind == "delivery") {
+  if (st.session.runtime.kind == runtime_kind::delivery) {
     // spec 001 §10.1, §10.10: only the switchboard hands deliveries over.
     if (req.trigger_source != "switchboard")
       return reject(self, env.request_id, "validation_error",
@@ -670,7 +670,7 @@ butler_config messenger_butler(const messenger_config& m) {
   c.max_concurrent_sessions = m.max_concurrent_sessions;
   c.max_pending = m.max_pending;
   c.session_timeout_s = 300;
-  c.runtime.kind = "delivery";
+  c.runtime.kind = runtime_kind::delivery;
   return c;
 }
 
@@ -691,7 +691,7 @@ butler_actor::behavior_type butler(
   st.session.runtime = cfg.runtime;
   st.session.timeout = std::chrono::seconds{cfg.session_timeout_s};
   st.session.adapters = st.params.adapters;
-  if (cfg.runtime.kind == "delivery")
+  if (cfg.runtime.kind == runtime_kind::delivery)
     // A job per running session, plus room for those of cancelled
     // sessions still finishing.
     st.session.pool = std::make_shared<

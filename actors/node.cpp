@@ -34,7 +34,8 @@ void configure_caf(caf::actor_system_config& cfg, const node_settings& s) {
   if (threads == 0)
     threads = std::max(1u, std::thread::hardware_concurrency());
   cfg.set("scheduler.max-threads", static_cast<size_t>(threads));
-  cfg.set("scheduler.policy", caf::atom_from_string(s.scheduler.policy));
+  cfg.set("scheduler.policy",
+          caf::atom_from_string(to_string(s.scheduler.policy)));
   if (s.scheduler.max_throughput > 0)
     cfg.set("scheduler.max-throughput",
             static_cast<size_t>(s.scheduler.max_throughput));
@@ -141,7 +142,7 @@ int run_node(const node_settings& settings) {
   caf::actor_system sys{cfg};
   spdlog::info("starting node {} (scheduler: {} threads, policy {})",
                settings.node.name, sys.scheduler().num_workers(),
-               settings.scheduler.policy);
+               to_string(settings.scheduler.policy));
   if (!ctx->status.database_configured)
     spdlog::warn("no database configured: ingest is unavailable");
   int code = exit_ok;

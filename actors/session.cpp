@@ -125,11 +125,11 @@ adapter_result to_adapter_result(cli_family family, const subprocess_result& r,
 void start_cli(session_ptr self) {
   auto& st = self->state;
   auto& rt = st.params.runtime;
-  auto family = parse_cli_family(rt.family).value_or(cli_family::claude);
+  auto family = rt.family;
   subprocess_options opts;
   opts.argv = rt.command.empty() ? default_command(family) : rt.command;
   auto prompt = cli_prompt(st.params.butler, st.env);
-  if (rt.prompt_via == "argument")
+  if (rt.prompt_via == prompt_passing::as_argument)
     opts.argv.push_back(prompt);
   else
     opts.stdin_data = prompt;
@@ -166,7 +166,7 @@ void start_cli(session_ptr self) {
 const std::vector<delivery_adapter_config>& default_adapters() {
   static const std::vector<delivery_adapter_config> all = [] {
     delivery_adapter_config outbox;
-    outbox.kind = "outbox";
+    outbox.kind = adapter_kind::outbox;
     outbox.path = "outbox.jsonl";
     return std::vector<delivery_adapter_config>{std::move(outbox)};
   }();
@@ -221,7 +221,7 @@ adapter_result delivery_result(const delivery_plan& plan,
   for (size_t i = 0; i < errors.size(); ++i) {
     if (i > 0)
       report += ',';
-    report += R"({"kind":)" + json::quote(plan.adapters[i].kind)
+    report += R"({"kind":)" + json::quote(to_string(plan.adapters[i].kind))
               + R"(,"delivered":)" + (errors[i].empty() ? "true" : "false")
               + '}';
     if (!errors[i].empty()) {
@@ -247,7 +247,7 @@ adapter_result deliver_blocking(const delivery_plan& plan,
   bool retryable = false;
   for (auto& ad : plan.adapters) {
     std::string error;
-    if (ad.kind == "webhook") {
+    if (ad.kind == adapter_kind::webhook) {
       std::string url_error;
       auto url = parse_http_url(ad.url, &url_error);
       if (!url) {
@@ -330,7 +330,7 @@ void deliver_to_outboxes(delivery_plan plan, const std::string& notify,
 bool only_outboxes(const delivery_plan& plan) {
   return std::all_of(plan.adapters.begin(), plan.adapters.end(),
                      [](const delivery_adapter_config& ad) {
-                       return ad.kind == "outbox";
+                       return ad.kind == adapter_kind::outbox;
                      });
 }
 
@@ -507,9 +507,9 @@ session_actor::behavior_type session(
   st.butler = std::move(butler);
   st.started = std::chrono::steady_clock::now();
   auto& kind = st.params.runtime.kind;
-  if (kind == "cli") {
+  if (kind == runtime_kind::cli) {
     start_cli(self);
-  } else if (kind == "delivery") {
+  } else if (kind == runtime_kind::delivery) {
     start_delivery(self);
   } else {
     st.script = make_script(st.params.runtime, st.params.butler,
@@ -579,7 +579,7 @@ session_actor::behavior_type session(
         fail(self, std::move(r.error_class), std::move(r.message), r.retryable);
         return;
       }
-      if (st.params.runtime.kind == "delivery") {
+      if (st.params.runtime.kind == runtime_kind::delivery) {
         succeed(self, std::move(r.text), {});
         return;
       }

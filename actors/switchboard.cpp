@@ -146,7 +146,8 @@ void start_request(switchboard_ptr self, queued_request q) {
   auto& st = self->state;
   st.metrics.process_latency->observe(
     static_cast<double>(unix_now_us() - q.ref.received_at_us) / 1000.0);
-  if (q.record && st.routing.router.kind != "cli" && registry_of(self)) {
+  if (q.record && st.routing.router.kind != router_kind::cli
+      && registry_of(self)) {
     plan_and_claim(self, std::move(q.ref), std::move(q.record));
     return;
   }
@@ -673,7 +674,7 @@ named_statement plan_statement(switchboard_ptr self, const inbox_ref& ref,
   named_statement stmt;
   st.metrics.policy_reroutes->inc(
     make_plan_statement(ref, record, st.routing.router.rules,
-                        st.cfg.fanout_mode, plan, stmt));
+                        to_string(st.cfg.fanout_mode), plan, stmt));
   if (plan.fallback) {
     st.metrics.fallback_to_general->inc();
     if (plan.fallback_reason.rfind("router_parse_failure", 0) == 0)
@@ -708,7 +709,7 @@ void plan_ready(switchboard_ptr self, inbox_ref ref, claim_result claim,
 void route_by_cli(switchboard_ptr self, inbox_ref ref, claim_result claim,
                   std::vector<registry_entry> entries) {
   auto& rc = self->state.routing.router;
-  auto family = parse_cli_family(rc.family).value_or(cli_family::claude);
+  auto family = rc.family;
   subprocess_options opts;
   opts.argv = rc.command.empty() ? default_command(family) : rc.command;
   opts.stdin_data = cli_router_prompt(claim.record.normalized_text, entries);
@@ -751,7 +752,7 @@ void route_claimed(switchboard_ptr self, inbox_ref ref, claim_result claim) {
                 [self, ref,
                  claim](std::vector<registry_entry>& entries) mutable {
                   auto& rc = self->state.routing.router;
-                  if (rc.kind == "cli") {
+                  if (rc.kind == router_kind::cli) {
                     route_by_cli(self, std::move(ref), std::move(claim),
                                  std::move(entries));
                     return;

@@ -303,25 +303,6 @@ cli_answer parse_opencode(std::string_view out) {
 
 } // namespace
 
-std::optional<cli_family> parse_cli_family(std::string_view name) {
-  if (name == "claude")
-    return cli_family::claude;
-  if (name == "codex")
-    return cli_family::codex;
-  if (name == "opencode")
-    return cli_family::opencode;
-  return std::nullopt;
-}
-
-const char* to_string(cli_family family) {
-  switch (family) {
-    case cli_family::claude: return "claude";
-    case cli_family::codex: return "codex";
-    case cli_family::opencode: return "opencode";
-  }
-  return "unknown";
-}
-
 std::vector<std::string> default_command(cli_family family) {
   switch (family) {
     case cli_family::claude: return {"claude", "-p", "--output-format", "json"};

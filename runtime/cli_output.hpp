@@ -5,23 +5,9 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/config_enums.hpp"
+
 namespace butlers {
-
-/// The LLM command-line tools a butler session can run.
-enum class cli_family {
-  /// Claude Code: `claude -p --output-format json`.
-  claude,
-  /// OpenAI Codex: `codex exec --json`.
-  codex,
-  /// Opencode: `opencode run` (plain text, or `--format json` events).
-  opencode,
-};
-
-/// Parses "claude", "codex" or "opencode" (exactly, lower case).
-std::optional<cli_family> parse_cli_family(std::string_view name);
-
-/// The family's name, as `parse_cli_family` accepts it.
-const char* to_string(cli_family family);
 
 /// The command that runs one non-interactive turn with the prompt on stdin:
 /// `claude -p --output-format json`, `codex exec --json`, `opencode run`.

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/config_enums.hpp"
+
 namespace butlers {
 
 // -- sections of node.toml ----------------------------------------------------
@@ -21,8 +23,8 @@ struct node_config {
   /// Seconds a graceful shutdown waits for in-flight work before leaving it
   /// `accepted` for the next start. Default 10, range 0..3600.
   uint32_t drain_deadline_s = 10;
-  /// Minimum log level: trace, debug, info, warn or error. Default "info".
-  std::string log_level = "info";
+  /// Minimum log level: trace, debug, info, warn or error. Default info.
+  severity log_level = severity::info;
 };
 
 /// `[database]`: the PostgreSQL the inbox lives in.
@@ -120,9 +122,9 @@ struct switchboard_config {
   /// Seconds an open circuit waits before a half-open probe. Default 30,
   /// range 1..3600.
   uint32_t circuit_open_s = 30;
-  /// Fanout mode of plans: "parallel", "ordered" or "conditional".
-  /// Default "parallel".
-  std::string fanout_mode = "parallel";
+  /// Fanout mode of plans: parallel, ordered or conditional. Default
+  /// parallel.
+  fanout_kind fanout_mode = fanout_kind::parallel;
   /// Requests dispatched and awaiting their outcomes; above it workers stop
   /// claiming new rows. Default 10000, range 1..1000000.
   uint32_t max_in_progress = 10000;
@@ -148,14 +150,14 @@ struct routing_rule_config {
 
 /// `[router]`: how a request becomes a plan.
 struct router_config {
-  /// "rules" (registry keywords and triggers) or "cli" (an LLM CLI).
-  /// Default "rules".
-  std::string kind = "rules";
+  /// rules (registry keywords and triggers) or cli (an LLM CLI). Default
+  /// rules.
+  router_kind kind = router_kind::rules;
   /// Plans under this confidence go to `general` whole (§15.1). Default 0.5,
   /// range 0.0..1.0.
   double confidence_threshold = 0.5;
-  /// cli: "claude", "codex" or "opencode". Default "claude".
-  std::string family = "claude";
+  /// cli: claude, codex or opencode. Default claude.
+  cli_family family = cli_family::claude;
   /// cli: program and arguments; empty = the family's default. Default empty.
   std::vector<std::string> command;
   /// cli: seconds the router CLI may run. Default 60, range 1..3600.
@@ -183,8 +185,9 @@ struct policy_config {
 
 /// `[butler.runtime]`: the adapter a butler's sessions run on.
 struct runtime_config {
-  /// "scripted" or "cli". Default "scripted".
-  std::string kind = "scripted";
+  /// scripted or cli (delivery only for the messenger, set by the runtime).
+  /// Default scripted.
+  runtime_kind kind = runtime_kind::scripted;
   // -- scripted
   /// Milliseconds per turn. Default 200, range 0..3600000.
   uint32_t turn_ms = 200;
@@ -198,8 +201,8 @@ struct runtime_config {
   uint32_t fail_attempts = 0;
   /// Error class of injected failures: one of the taxonomy classes
   /// classification_error, validation_error, routing_error, target_unavailable,
-  /// timeout, overload_rejected, internal_error. Default "timeout".
-  std::string fail_class = "timeout";
+  /// timeout, overload_rejected, internal_error. Default timeout.
+  butlers_errc fail_class = butlers_errc::timeout;
   /// Reply template; {butler}, {prompt}, {request_id}, {turns} are replaced.
   /// Default "{butler}: {prompt}".
   std::string reply = "{butler}: {prompt}";
@@ -207,14 +210,14 @@ struct runtime_config {
   /// integers are signed, so the file can give 0..9223372036854775807.
   uint64_t seed = 0;
   // -- cli
-  /// Output family: "claude", "codex" or "opencode". Default "claude".
-  std::string family = "claude";
+  /// Output family: claude, codex or opencode. Default claude.
+  cli_family family = cli_family::claude;
   /// Program and arguments; empty (default) means the family's default
   /// (claude -p --output-format json | codex exec --json | opencode run).
   std::vector<std::string> command;
   /// How the prompt reaches the program: "stdin" or "argument". Default
   /// "stdin".
-  std::string prompt_via = "stdin";
+  prompt_passing prompt_via = prompt_passing::on_stdin;
   /// Largest stdout accepted; more kills the session. Default 1048576,
   /// range 1024..67108864.
   uint64_t max_output_bytes = 1048576;
@@ -273,8 +276,8 @@ struct butler_config {
 
 /// One `[[messenger.adapter]]`: an outbound channel adapter.
 struct delivery_adapter_config {
-  /// "webhook" or "outbox", required.
-  std::string kind;
+  /// webhook or outbox; required in the file (outbox when built in code).
+  adapter_kind kind = adapter_kind::outbox;
   /// Source channels it delivers for (telegram, slack, email, api, mcp) or
   /// "*" for all. Default {"*"}.
   std::vector<std::string> channels{"*"};
@@ -310,8 +313,9 @@ struct messenger_config {
 struct connector_config {
   /// Unique name, required; matches `^[a-z][a-z0-9_-]{0,63}$`.
   std::string name;
-  /// Channel kind, required: "http", "jsonl", "maildir" or "telegram".
-  std::string type;
+  /// Channel kind, required in the file: http, jsonl, maildir or telegram
+  /// (http when built in code).
+  connector_type type = connector_type::http;
   /// `source.endpoint_identity` of its envelopes (bot, mailbox, client).
   /// Default "".
   std::string endpoint_identity;
@@ -405,8 +409,8 @@ struct threads_config {
 struct scheduler_config {
   /// Worker threads; 0 means one per core. Default 0, range 0..1024.
   uint32_t threads = 0;
-  /// "stealing" or "sharing". Default "stealing".
-  std::string policy = "stealing";
+  /// stealing or sharing. Default stealing.
+  scheduler_policy policy = scheduler_policy::stealing;
   /// Messages an actor handles before yielding; 0 means unlimited.
   /// Default 0.
   uint32_t max_throughput = 0;
@@ -585,8 +589,8 @@ std::vector<config_error> apply_env_overrides(
 /// its name is unique within its butler; a webhook adapter needs a url, an
 /// outbox adapter a path; TLS key and certificate come together; a
 /// non-loopback cluster bind needs TLS; remote butlers need the cluster;
-/// switchboard.retry_base_ms is at most retry_cap_ms; a cli router has a
-/// known family; a `[[router.rule]]` neither allows and denies the same
+/// switchboard.retry_base_ms is at most retry_cap_ms; a command's program is
+/// not empty; a `[[router.rule]]` neither allows and denies the same
 /// butler nor applies to no channel; policy tiers are unique; and so on.
 /// Loopback is 127.0.0.0/8, ::1 and localhost.
 std::vector<config_error> validate_settings(const node_settings& s);
@@ -597,6 +601,36 @@ bool is_loopback(std::string_view host);
 /// Replaces the password in a libpq URI (user:password@, ?password=) or
 /// key=value string (password=...) with "***".
 std::string redact_database_url(std::string_view url);
+
+/// One option as config/README.md documents it, taken from the field list
+/// that reads, checks and prints it.
+struct option_reference {
+  /// The key within its table, e.g. "port".
+  std::string key;
+  /// "boolean", "integer", "float", "string" or "array of strings".
+  std::string type;
+  /// The default as TOML ("8470", "\"127.0.0.1\"", "[\"*\"]"), or
+  /// "required" or "unset".
+  std::string default_value;
+  /// "MIN..MAX" of numbers; "" for other types.
+  std::string bounds;
+  /// The values an enumeration (or each element of a list) may take.
+  std::vector<std::string> choices;
+  /// One line saying what the option does.
+  std::string doc;
+};
+
+/// The options of one table, e.g. "[http]", "[[butler]]",
+/// "[butler.runtime]".
+struct section_reference {
+  /// The table's header as written in the file.
+  std::string header;
+  /// Its options, in the order `to_toml` prints them.
+  std::vector<option_reference> options;
+};
+
+/// Every table and option the parser knows, in file order.
+std::vector<section_reference> config_reference();
 
 /// The effective configuration as TOML, secrets (tokens, password in database
 /// url) redacted as "***". Parsing the result gives equal settings, except

@@ -82,7 +82,8 @@ int main(int argc, char** argv) {
     std::cerr << config_path << ": OK\n";
     return butlers::exit_ok;
   }
-  butlers::init_logging(settings->node.log_level, settings->node.name);
+  butlers::init_logging(to_string(settings->node.log_level),
+                        settings->node.name);
   if (migrate->parsed())
     return butlers::migrate_database(*settings);
   if (replay->parsed())

@@ -72,7 +72,7 @@ scripted_script make_script(const runtime_config& cfg, std::string_view butler,
   s.turns = std::max<uint32_t>(1, cfg.turns);
   s.fail = attempt <= cfg.fail_attempts
            || (cfg.fail_rate > 0 && draw(cfg.seed, work_id) < cfg.fail_rate);
-  s.fail_class = cfg.fail_class;
+  s.fail_class = to_string(cfg.fail_class);
   s.reply = render_reply(cfg.reply, butler, prompt, request_id, s.turns);
   return s;
 }

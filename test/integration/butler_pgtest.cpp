@@ -172,7 +172,7 @@ struct cli_fixture : ::testing::Test {
     ctx->set_registry(reg);
     messenger_config mc;
     delivery_adapter_config outbox;
-    outbox.kind = "outbox";
+    outbox.kind = adapter_kind::outbox;
     outbox.path = dir + "/outbox.jsonl";
     butler_params mp;
     mp.cfg = messenger_butler(mc);
@@ -264,8 +264,8 @@ struct cli_fixture : ::testing::Test {
                                   std::vector<std::string> env = {}) {
     butler_config c;
     c.name = "coder";
-    c.runtime.kind = "cli";
-    c.runtime.family = family;
+    c.runtime.kind = runtime_kind::cli;
+    c.runtime.family = *parse_enum<cli_family>(family);
     c.runtime.command = {"env"};
     for (auto& e : env)
       c.runtime.command.push_back(e);

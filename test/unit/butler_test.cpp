@@ -493,7 +493,7 @@ TEST_F(Butler, AnEnvelopeParsedByItsInProcessAuthorIsNotParsedAgain) {
 TEST_F(Butler, InjectedFailuresCarryTheirClass) {
   auto cfg = config("health", 1);
   cfg.runtime.fail_rate = 1.0;
-  cfg.runtime.fail_class = "target_unavailable";
+  cfg.runtime.fail_class = butlers_errc::target_unavailable;
   auto b = spawn(cfg);
   auto r = route(b, envelope("health", "x"));
   advance(200ms);
@@ -564,7 +564,7 @@ TEST_F(Butler, AnOutboxDeliveryRunsWithoutASessionAndIsWrittenOnce) {
   char dir[] = "/tmp/butlers-messenger-XXXXXX";
   ASSERT_NE(::mkdtemp(dir), nullptr);
   delivery_adapter_config outbox;
-  outbox.kind = "outbox";
+  outbox.kind = adapter_kind::outbox;
   outbox.path = std::string{dir} + "/outbox.jsonl";
   auto b = spawn_messenger({outbox});
   auto r = route(b, delivery("api"), "switchboard");
@@ -587,7 +587,7 @@ TEST_F(Butler, AnOutboxDeliveryRunsWithoutASessionAndIsWrittenOnce) {
 
 TEST_F(Butler, ADeliveryNoAdapterServesEndsAsAValidationError) {
   delivery_adapter_config outbox;
-  outbox.kind = "outbox";
+  outbox.kind = adapter_kind::outbox;
   outbox.path = "/nonexistent/outbox.jsonl";
   outbox.channels = {"telegram"};
   auto b = spawn_messenger({outbox});

@@ -262,10 +262,10 @@ TEST(cli_output, deep_nesting_is_rejected_not_recursed) {
 TEST(cli_output, family_names_round_trip) {
   for (auto family :
        {cli_family::claude, cli_family::codex, cli_family::opencode})
-    EXPECT_EQ(butlers::parse_cli_family(to_string(family)), family);
-  EXPECT_FALSE(butlers::parse_cli_family("Claude"));
-  EXPECT_FALSE(butlers::parse_cli_family(""));
-  EXPECT_FALSE(butlers::parse_cli_family("gemini"));
+    EXPECT_EQ(butlers::parse_enum<cli_family>(to_string(family)), family);
+  EXPECT_FALSE(butlers::parse_enum<cli_family>("Claude"));
+  EXPECT_FALSE(butlers::parse_enum<cli_family>(""));
+  EXPECT_FALSE(butlers::parse_enum<cli_family>("gemini"));
 }
 
 TEST(cli_output, default_commands) {

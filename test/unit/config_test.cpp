@@ -203,6 +203,23 @@ retry_max_attempts = 2
 tier = "high_priority"
 )";
 
+/// The example operators copy (config/README.md).
+constexpr const char* health_example = R"([[butler]]
+name = "health"
+description = "Medication, symptoms, appointments"
+triggers = ["the user talks about their health or medication"]
+keywords = ["pill", "medication", "doctor"]
+max_concurrent_sessions = 1
+max_pending = 100
+session_timeout_s = 1800
+[butler.runtime]
+kind = "scripted"      # or "cli"
+turn_ms = 200
+turns = 1
+fail_rate = 0.0        # fraction of sessions that fail...
+fail_class = "timeout" # ...with this error class
+)";
+
 } // namespace
 
 // -- defaults and round trips -------------------------------------------------
@@ -216,7 +233,7 @@ TEST(config, empty_text_gives_defaults) {
   EXPECT_EQ(s.path, "empty.toml");
   EXPECT_EQ(s.node.name, "butlers-1");
   EXPECT_EQ(s.node.drain_deadline_s, 10u);
-  EXPECT_EQ(s.node.log_level, "info");
+  EXPECT_EQ(s.node.log_level, severity::info);
   EXPECT_EQ(s.database.url, "");
   EXPECT_EQ(s.database.pool_size, 4u);
   EXPECT_EQ(s.database.max_batch, 256u);
@@ -232,11 +249,11 @@ TEST(config, empty_text_gives_defaults) {
   EXPECT_EQ(s.switchboard.retry_cap_ms, 30000u);
   EXPECT_EQ(s.switchboard.circuit_failure_threshold, 5u);
   EXPECT_EQ(s.switchboard.circuit_open_s, 30u);
-  EXPECT_EQ(s.switchboard.fanout_mode, "parallel");
+  EXPECT_EQ(s.switchboard.fanout_mode, fanout_kind::parallel);
   EXPECT_EQ(s.switchboard.max_in_progress, 10000u);
-  EXPECT_EQ(s.router.kind, "rules");
+  EXPECT_EQ(s.router.kind, router_kind::rules);
   EXPECT_EQ(s.router.confidence_threshold, 0.5);
-  EXPECT_EQ(s.router.family, "claude");
+  EXPECT_EQ(s.router.family, cli_family::claude);
   EXPECT_TRUE(s.router.command.empty());
   EXPECT_EQ(s.router.timeout_s, 60u);
   EXPECT_EQ(s.router.max_output_bytes, 262144u);
@@ -252,7 +269,7 @@ TEST(config, empty_text_gives_defaults) {
   EXPECT_TRUE(s.cluster.switchboard);
   EXPECT_EQ(s.cluster.butlers, std::vector<std::string>{"*"});
   EXPECT_EQ(s.cluster.quarantine_after_ms, 30000u);
-  EXPECT_EQ(s.scheduler.policy, "stealing");
+  EXPECT_EQ(s.scheduler.policy, scheduler_policy::stealing);
   EXPECT_TRUE(validate_settings(s).empty());
 }
 
@@ -262,7 +279,7 @@ TEST(config, full_file_reads_every_key) {
   auto& s = *res.settings;
   EXPECT_EQ(s.node.name, "node-7");
   EXPECT_EQ(s.node.drain_deadline_s, 42u);
-  EXPECT_EQ(s.node.log_level, "debug");
+  EXPECT_EQ(s.node.log_level, severity::debug);
   EXPECT_EQ(s.database.pool_size, 8u);
   EXPECT_EQ(s.database.writer_connections, 2u);
   EXPECT_EQ(s.database.max_batch, 512u);
@@ -292,7 +309,7 @@ TEST(config, full_file_reads_every_key) {
   EXPECT_EQ(s.switchboard.retry_cap_ms, 20u);
   EXPECT_EQ(s.switchboard.circuit_failure_threshold, 21u);
   EXPECT_EQ(s.switchboard.circuit_open_s, 22u);
-  EXPECT_EQ(s.switchboard.fanout_mode, "ordered");
+  EXPECT_EQ(s.switchboard.fanout_mode, fanout_kind::ordered);
   EXPECT_EQ(s.switchboard.max_in_progress, 23u);
   ASSERT_EQ(s.butlers.size(), 2u);
   EXPECT_EQ(s.butlers[0].name, "general");
@@ -311,17 +328,17 @@ TEST(config, full_file_reads_every_key) {
   EXPECT_EQ(b.session_timeout_s, 77u);
   EXPECT_EQ(b.lease_s, 5u);
   EXPECT_EQ(b.node, "node-8");
-  EXPECT_EQ(b.runtime.kind, "cli");
+  EXPECT_EQ(b.runtime.kind, runtime_kind::cli);
   EXPECT_EQ(b.runtime.turn_ms, 0u);
   EXPECT_EQ(b.runtime.turns, 7u);
   EXPECT_EQ(b.runtime.fail_rate, 0.1);
-  EXPECT_EQ(b.runtime.fail_class, "overload_rejected");
+  EXPECT_EQ(b.runtime.fail_class, butlers_errc::overload_rejected);
   EXPECT_EQ(b.runtime.reply, "{butler} did {turns} turns for {request_id}");
   EXPECT_EQ(b.runtime.seed, 42u);
-  EXPECT_EQ(b.runtime.family, "codex");
+  EXPECT_EQ(b.runtime.family, cli_family::codex);
   EXPECT_EQ(b.runtime.command,
             (std::vector<std::string>{"codex", "exec", "--json"}));
-  EXPECT_EQ(b.runtime.prompt_via, "argument");
+  EXPECT_EQ(b.runtime.prompt_via, prompt_passing::as_argument);
   EXPECT_EQ(b.runtime.max_output_bytes, 4096u);
   EXPECT_EQ(b.runtime.kill_grace_ms, 0u);
   ASSERT_EQ(b.schedules.size(), 2u);
@@ -336,19 +353,19 @@ TEST(config, full_file_reads_every_key) {
   EXPECT_EQ(s.messenger.max_pending, 0u);
   ASSERT_EQ(s.messenger.adapters.size(), 2u);
   auto& hook = s.messenger.adapters[0];
-  EXPECT_EQ(hook.kind, "webhook");
+  EXPECT_EQ(hook.kind, adapter_kind::webhook);
   EXPECT_EQ(hook.channels, (std::vector<std::string>{"telegram", "slack"}));
   EXPECT_EQ(hook.url, "http://127.0.0.1:9999/notify");
   EXPECT_EQ(hook.token, "hook-t0ken");
   EXPECT_EQ(hook.timeout_ms, 250u);
   EXPECT_EQ(hook.retries, 0u);
   auto& box = s.messenger.adapters[1];
-  EXPECT_EQ(box.kind, "outbox");
+  EXPECT_EQ(box.kind, adapter_kind::outbox);
   EXPECT_EQ(box.channels, (std::vector<std::string>{"*"}));
   EXPECT_EQ(box.path, "/var/lib/butlers/outbox.jsonl");
   ASSERT_EQ(s.connectors.size(), 1u);
   EXPECT_EQ(s.connectors[0].name, "mail");
-  EXPECT_EQ(s.connectors[0].type, "maildir");
+  EXPECT_EQ(s.connectors[0].type, connector_type::maildir);
   EXPECT_EQ(s.connectors[0].endpoint_identity, "me@example.org");
   EXPECT_EQ(s.connectors[0].path, "/var/mail/me");
   EXPECT_EQ(s.connectors[0].max_in_flight, 3u);
@@ -366,12 +383,12 @@ TEST(config, full_file_reads_every_key) {
   EXPECT_EQ(s.cluster.tls_key, "/etc/node.key");
   EXPECT_EQ(s.cluster.tls_cafile, "/etc/ca.pem");
   EXPECT_EQ(s.scheduler.threads, 2u);
-  EXPECT_EQ(s.scheduler.policy, "sharing");
+  EXPECT_EQ(s.scheduler.policy, scheduler_policy::sharing);
   EXPECT_EQ(s.scheduler.max_throughput, 100u);
   auto& r = s.router;
-  EXPECT_EQ(r.kind, "cli");
+  EXPECT_EQ(r.kind, router_kind::cli);
   EXPECT_EQ(r.confidence_threshold, 0.75);
-  EXPECT_EQ(r.family, "opencode");
+  EXPECT_EQ(r.family, cli_family::opencode);
   EXPECT_EQ(r.command,
             (std::vector<std::string>{"opencode", "run", "--model", "small"}));
   EXPECT_EQ(r.timeout_s, 30u);
@@ -430,7 +447,7 @@ TEST(config, to_toml_redacts_secrets) {
   node_settings s;
   s.http.token = "sup3rsecret";
   s.messenger.adapters.emplace_back();
-  s.messenger.adapters[0].kind = "webhook";
+  s.messenger.adapters[0].kind = adapter_kind::webhook;
   s.messenger.adapters[0].url = "http://hooks.local/n";
   s.messenger.adapters[0].token = "hunter4";
   s.database.url = "postgresql://bob:hunter2@db:5432/butlers?password=hunter3"
@@ -467,70 +484,197 @@ TEST(config, redacts_key_value_database_urls) {
   EXPECT_EQ(redact_database_url(""), "");
 }
 
-// -- one error of each kind
-// ----------------------------------------------------
+// -- errors: one table of cases -----------------------------------------------
 
-TEST(config, unknown_key_names_line_key_and_hint) {
-  auto res = parse_config("[http]\nport = 1\nprot = 1\n", "node.toml");
-  EXPECT_FALSE(res.settings);
-  ASSERT_EQ(res.errors.size(), 1u) << dump(res.errors);
-  auto& e = res.errors[0];
+namespace {
+
+/// What one reported error must look like; unset parts are not checked.
+struct want {
+  /// Dotted key of the error (how unordered cases find it).
+  std::string key;
+  /// The exact message.
+  std::string message;
+  /// Parts the message must contain.
+  std::vector<std::string> parts;
+  /// A part the message must not contain.
+  std::string missing_part;
+  /// Line and column, when not 0.
+  int64_t line = 0;
+  int64_t column = 0;
+  /// The exact rendering, "FILE:LINE:COL: KEY: MESSAGE".
+  std::string text;
+
+  want is(std::string m) const {
+    auto w = *this;
+    w.message = std::move(m);
+    return w;
+  }
+  want has(std::string part) const {
+    auto w = *this;
+    w.parts.push_back(std::move(part));
+    return w;
+  }
+  want lacks(std::string part) const {
+    auto w = *this;
+    w.missing_part = std::move(part);
+    return w;
+  }
+  want at(int64_t l, int64_t c = 0) const {
+    auto w = *this;
+    w.line = l;
+    w.column = c;
+    return w;
+  }
+  want reads(std::string t) const {
+    auto w = *this;
+    w.text = std::move(t);
+    return w;
+  }
+};
+
+want err(std::string key) {
+  want w;
+  w.key = std::move(key);
+  return w;
+}
+
+/// A configuration and the errors it must give: from parse_config alone, or
+/// (`validating`) from validate_settings after a clean parse.
+struct error_case {
+  /// Test name; reads as a sentence.
+  std::string name;
+  bool validating = false;
+  std::string toml;
+  /// Exactly this many errors.
+  size_t count = 0;
+  /// Errors to check: by position in the sorted list when `in_order`, else
+  /// by key.
+  std::vector<want> errors;
+  bool in_order = false;
+  /// Keys that must not be reported.
+  std::vector<std::string> not_reported;
+};
+
+error_case parsing(std::string name, std::string toml, size_t count,
+                   std::vector<want> errors = {}) {
+  return {std::move(name), false, std::move(toml), count, std::move(errors),
+          false,           {}};
+}
+
+error_case validating(std::string name, std::string toml, size_t count,
+                      std::vector<want> errors = {}) {
+  return {std::move(name), true, std::move(toml), count, std::move(errors),
+          false,           {}};
+}
+
+error_case in_order(error_case c) {
+  c.in_order = true;
+  return c;
+}
+
+error_case without(error_case c, std::vector<std::string> keys) {
+  c.not_reported = std::move(keys);
+  return c;
+}
+
+void check(const config_error& e, const want& w) {
   EXPECT_EQ(e.file, "node.toml");
-  EXPECT_EQ(e.line, 3);
-  EXPECT_EQ(e.column, 1);
-  EXPECT_EQ(e.key, "http.prot");
-  EXPECT_TRUE(contains(e.message, "unknown key")) << e.message;
-  EXPECT_TRUE(contains(e.message, "did you mean 'port'?")) << e.message;
-  EXPECT_EQ(e.to_string(),
-            "node.toml:3:1: http.prot: unknown key; did you mean 'port'?");
+  EXPECT_EQ(e.key, w.key) << e.to_string();
+  if (!w.message.empty()) {
+    EXPECT_EQ(e.message, w.message);
+  }
+  for (auto& part : w.parts) {
+    EXPECT_TRUE(contains(e.message, part)) << e.message;
+  }
+  if (!w.missing_part.empty()) {
+    EXPECT_FALSE(contains(e.message, w.missing_part)) << e.message;
+  }
+  if (w.line > 0) {
+    EXPECT_EQ(e.line, w.line) << e.to_string();
+  }
+  if (w.column > 0) {
+    EXPECT_EQ(e.column, w.column) << e.to_string();
+  }
+  if (!w.text.empty()) {
+    EXPECT_EQ(e.to_string(), w.text);
+  }
 }
 
-TEST(config, unknown_key_far_from_everything_has_no_hint) {
-  auto res = parse_config("[http]\nzzzzzz = 1\n", "node.toml");
-  ASSERT_EQ(res.errors.size(), 1u) << dump(res.errors);
-  EXPECT_EQ(res.errors[0].key, "http.zzzzzz");
-  EXPECT_FALSE(contains(res.errors[0].message, "did you mean"));
+class config_errors : public testing::TestWithParam<error_case> {};
+
+TEST_P(config_errors, are_reported_with_key_position_and_message) {
+  auto& c = GetParam();
+  auto res = parse_config(c.toml, "node.toml");
+  EXPECT_EQ(res.settings.has_value(), res.errors.empty());
+  auto errors = res.errors;
+  if (c.validating) {
+    ASSERT_TRUE(res.settings) << dump(res.errors);
+    errors = validate_settings(*res.settings);
+  }
+  ASSERT_EQ(errors.size(), c.count) << dump(errors);
+  for (size_t i = 0; i < c.errors.size(); ++i) {
+    auto& w = c.errors[i];
+    SCOPED_TRACE(w.key);
+    if (c.in_order) {
+      check(errors[i], w);
+    } else {
+      auto e = find(errors, w.key);
+      ASSERT_TRUE(e) << dump(errors);
+      check(*e, w);
+    }
+  }
+  for (auto& key : c.not_reported)
+    EXPECT_FALSE(find(errors, key)) << dump(errors);
 }
 
-TEST(config, unknown_table) {
-  auto res = parse_config("[node]\nname = \"a\"\n\n[htp]\nport = 1\n",
-                          "node.toml");
-  ASSERT_EQ(res.errors.size(), 1u) << dump(res.errors);
-  auto& e = res.errors[0];
-  EXPECT_EQ(e.line, 4);
-  EXPECT_EQ(e.key, "htp");
-  EXPECT_TRUE(contains(e.message, "unknown table")) << e.message;
-  EXPECT_TRUE(contains(e.message, "did you mean 'http'?")) << e.message;
-}
+const error_case error_cases[] = {
+  // -- unknown keys and tables
+  parsing("unknown_key_names_line_key_and_hint", "[http]\nport = 1\nprot = 1\n",
+          1,
+          {err("http.prot")
+             .at(3, 1)
+             .has("unknown key")
+             .has("did you mean 'port'?")
+             .reads("node.toml:3:1: http.prot: unknown key; did you mean "
+                    "'port'?")}),
+  parsing("unknown_key_far_from_everything_has_no_hint", "[http]\nzzzzzz = 1\n",
+          1, {err("http.zzzzzz").lacks("did you mean")}),
+  parsing("unknown_table", "[node]\nname = \"a\"\n\n[htp]\nport = 1\n", 1,
+          {err("htp").at(4).has("unknown table").has("did you mean 'http'?")}),
+  parsing("unknown_array_of_tables", "[[butlers]]\nname = \"a\"\n", 1,
+          {err("butlers").at(1).is("unknown table; did you mean 'butler'?")}),
+  parsing("unknown_nested_table", "[http]\n[http.tls]\ncert = 1\n", 1,
+          {err("http.tls").at(2)}),
+  in_order(parsing("unknown_keys_inside_a_butler_are_numbered", R"([[butler]]
+name = "general"
 
-TEST(config, unknown_array_of_tables) {
-  auto res = parse_config("[[butlers]]\nname = \"a\"\n", "node.toml");
-  ASSERT_EQ(res.errors.size(), 1u) << dump(res.errors);
-  EXPECT_EQ(res.errors[0].key, "butlers");
-  EXPECT_EQ(res.errors[0].line, 1);
-  EXPECT_EQ(res.errors[0].message, "unknown table; did you mean 'butler'?");
-}
-
-TEST(config, unknown_nested_table) {
-  auto res = parse_config("[http]\n[http.tls]\ncert = 1\n", "node.toml");
-  ASSERT_EQ(res.errors.size(), 1u) << dump(res.errors);
-  EXPECT_EQ(res.errors[0].key, "http.tls");
-  EXPECT_EQ(res.errors[0].line, 2);
-}
-
-TEST(config, wrong_type_names_expected_type) {
-  auto res = parse_config("[http]\n\nport = \"8470\"\n", "node.toml");
-  ASSERT_EQ(res.errors.size(), 1u) << dump(res.errors);
-  auto& e = res.errors[0];
-  EXPECT_EQ(e.line, 3);
-  EXPECT_EQ(e.key, "http.port");
-  EXPECT_EQ(e.message, "expected integer, got string");
-  EXPECT_TRUE(
-    contains(e.to_string(), "http.port: expected integer, got string"));
-}
-
-TEST(config, wrong_types_of_other_kinds) {
-  auto res = parse_config(R"(http = 5
+[[butler]]
+name = "health"
+xyz = 1
+max_concurent_sessions = 2
+)",
+                   2,
+                   {err("butler[1].xyz").at(6),
+                    err("butler[1].max_concurent_sessions")
+                      .at(7)
+                      .has("did you mean 'max_concurrent_sessions'?")})),
+  parsing("unknown_key_inside_butler_runtime", R"([[butler]]
+name = "a"
+[butler.runtime]
+kind = "scripted"
+turn_m = 5
+)",
+          1,
+          {err("butler[0].runtime.turn_m")
+             .reads("node.toml:5:1: butler[0].runtime.turn_m: unknown key; "
+                    "did you mean 'turn_ms'?")}),
+  // -- types
+  parsing("wrong_type_names_expected_type", "[http]\n\nport = \"8470\"\n", 1,
+          {err("http.port")
+             .at(3)
+             .is("expected integer, got string")
+             .has("expected integer, got string")}),
+  parsing("wrong_types_of_other_kinds", R"(http = 5
 [switchboard]
 enabled = "yes"
 [[butler]]
@@ -540,107 +684,73 @@ keywords = "x"
 name = "b"
 keywords = ["x", 2]
 )",
-                          "node.toml");
-  EXPECT_EQ(res.errors.size(), 4u) << dump(res.errors);
-  ASSERT_TRUE(find(res.errors, "http"));
-  EXPECT_EQ(find(res.errors, "http")->message, "expected table, got integer");
-  ASSERT_TRUE(find(res.errors, "switchboard.enabled"));
-  EXPECT_EQ(find(res.errors, "switchboard.enabled")->message,
-            "expected boolean, got string");
-  ASSERT_TRUE(find(res.errors, "butler[0].keywords"));
-  EXPECT_EQ(find(res.errors, "butler[0].keywords")->message,
-            "expected array of strings, got string");
-  ASSERT_TRUE(find(res.errors, "butler[1].keywords[1]"));
-  EXPECT_EQ(find(res.errors, "butler[1].keywords[1]")->line, 9);
-}
-
-TEST(config, butler_must_be_an_array_of_tables) {
-  auto res = parse_config("[butler]\nname = \"a\"\n", "node.toml");
-  ASSERT_EQ(res.errors.size(), 1u) << dump(res.errors);
-  EXPECT_EQ(res.errors[0].key, "butler");
-  EXPECT_TRUE(contains(res.errors[0].message, "[[butler]]"));
-}
-
-TEST(config, out_of_range_names_the_range) {
-  auto res = parse_config("[http]\nport = 70000\n[database]\npool_size = 0\n",
-                          "node.toml");
-  ASSERT_EQ(res.errors.size(), 2u) << dump(res.errors);
-  EXPECT_EQ(res.errors[0].key, "http.port");
-  EXPECT_EQ(res.errors[0].line, 2);
-  EXPECT_EQ(res.errors[0].message, "must be in 0..65535, got 70000");
-  EXPECT_EQ(res.errors[1].key, "database.pool_size");
-  EXPECT_EQ(res.errors[1].line, 4);
-  EXPECT_EQ(res.errors[1].message, "must be in 1..64, got 0");
-}
-
-TEST(config, bad_enumeration_lists_choices) {
-  auto res = parse_config("[node]\nlog_level = \"wran\"\n", "node.toml");
-  ASSERT_EQ(res.errors.size(), 1u) << dump(res.errors);
-  EXPECT_EQ(res.errors[0].key, "node.log_level");
-  EXPECT_TRUE(
-    contains(res.errors[0].message, "trace, debug, info, warn, error"));
-  EXPECT_TRUE(contains(res.errors[0].message, "did you mean 'warn'?"));
-}
-
-TEST(config, syntax_error_names_line) {
-  auto res = parse_config("[http]\nport = 1\nbind = \n", "node.toml");
-  EXPECT_FALSE(res.settings);
-  ASSERT_EQ(res.errors.size(), 1u) << dump(res.errors);
-  EXPECT_EQ(res.errors[0].file, "node.toml");
-  EXPECT_EQ(res.errors[0].line, 3);
-  EXPECT_GT(res.errors[0].column, 0);
-  EXPECT_EQ(res.errors[0].key, "");
-  EXPECT_TRUE(contains(res.errors[0].to_string(), "node.toml:3:"));
-}
-
-TEST(config, unknown_key_inside_butler) {
-  auto res = parse_config(R"([[butler]]
-name = "general"
-
-[[butler]]
-name = "health"
-xyz = 1
-max_concurent_sessions = 2
+          4,
+          {err("http").is("expected table, got integer"),
+           err("switchboard.enabled").is("expected boolean, got string"),
+           err("butler[0].keywords")
+             .is("expected array of strings, got "
+                 "string"),
+           err("butler[1].keywords[1]").at(9)}),
+  parsing("butler_must_be_an_array_of_tables", "[butler]\nname = \"a\"\n", 1,
+          {err("butler").has("[[butler]]")}),
+  in_order(parsing("schedules_and_adapters_must_be_arrays_of_tables",
+                   R"([[butler]]
+name = "a"
+[butler.schedule]
+name = "s"
+[messenger]
+adapter = 1
 )",
-                          "node.toml");
-  ASSERT_EQ(res.errors.size(), 2u) << dump(res.errors);
-  EXPECT_EQ(res.errors[0].key, "butler[1].xyz");
-  EXPECT_EQ(res.errors[0].line, 6);
-  EXPECT_EQ(res.errors[1].key, "butler[1].max_concurent_sessions");
-  EXPECT_EQ(res.errors[1].line, 7);
-  EXPECT_TRUE(
-    contains(res.errors[1].message, "did you mean 'max_concurrent_sessions'?"));
-}
-
-TEST(config, butler_name_is_required_and_checked) {
-  auto res = parse_config(R"([[butler]]
+                   2,
+                   {err("butler[0].schedule")
+                      .is("expected array of tables ([[butler.schedule]]), "
+                          "got table"),
+                    err("messenger.adapter")
+                      .is("expected array of tables ([[messenger.adapter]]), "
+                          "got integer")})),
+  parsing("router_must_be_a_table", "router = \"cli\"\n", 1,
+          {err("router").is("expected table, got string; the router is the "
+                            "table [router], its choice of router is "
+                            "`kind`")}),
+  in_order(parsing("router_rules_and_policies_must_be_arrays_of_tables",
+                   "[router.rule]\ndeny = [\"a\"]\n[policy]\ntier = "
+                   "\"default\"\n",
+                   2,
+                   {err("router.rule")
+                      .is("expected array of tables "
+                          "([[router.rule]]), got table"),
+                    err("policy").is("expected array of tables ([[policy]]), "
+                                     "got table")})),
+  // -- values
+  in_order(
+    parsing("out_of_range_names_the_range",
+            "[http]\nport = 70000\n[database]\npool_size = 0\n", 2,
+            {err("http.port").at(2).is("must be in 0..65535, got 70000"),
+             err("database.pool_size").at(4).is("must be in 1..64, got 0")})),
+  parsing("database_lanes_below_range", "[database]\nlanes = 0\n", 1,
+          {err("database.lanes")}),
+  parsing("database_lanes_above_range", "[database]\nlanes = 17\n", 1,
+          {err("database.lanes")}),
+  parsing("bad_enumeration_lists_choices", "[node]\nlog_level = \"wran\"\n", 1,
+          {err("node.log_level")
+             .has("trace, debug, info, warn, error")
+             .has("did you mean 'warn'?")}),
+  in_order(parsing("butler_name_is_required_and_checked", R"([[butler]]
 description = "nameless"
 [[butler]]
 name = "Health Butler"
 [[connector]]
 name = "api"
 )",
-                          "node.toml");
-  ASSERT_EQ(res.errors.size(), 3u) << dump(res.errors);
-  EXPECT_EQ(res.errors[0].key, "butler[0].name");
-  EXPECT_EQ(res.errors[0].line, 1);
-  EXPECT_EQ(res.errors[0].message, "missing required key");
-  EXPECT_EQ(res.errors[1].key, "butler[1].name");
-  EXPECT_EQ(res.errors[1].line, 4);
-  EXPECT_EQ(res.errors[2].key, "connector[0].type");
-  EXPECT_EQ(res.errors[2].message, "missing required key");
-}
-
-TEST(config, bad_peer_address) {
-  auto res = parse_config("[cluster]\npeers = [\"a:1\", \"nohost\", \"b:0\"]\n",
-                          "node.toml");
-  ASSERT_EQ(res.errors.size(), 2u) << dump(res.errors);
-  EXPECT_EQ(res.errors[0].key, "cluster.peers[1]");
-  EXPECT_EQ(res.errors[1].key, "cluster.peers[2]");
-}
-
-TEST(config, several_errors_at_once) {
-  auto res = parse_config(R"([node]
+                   3,
+                   {err("butler[0].name").at(1).is("missing required key"),
+                    err("butler[1].name").at(4),
+                    err("connector[0].type").is("missing required key")})),
+  in_order(parsing("bad_peer_address",
+                   "[cluster]\npeers = [\"a:1\", \"nohost\", \"b:0\"]\n", 2,
+                   {err("cluster.peers[1]"), err("cluster.peers[2]")})),
+  in_order(
+    parsing("several_errors_at_once_are_sorted_by_position", R"([node]
 log_level = 3
 
 [http]
@@ -654,26 +764,247 @@ kind = "ssh"
 
 [bogus]
 )",
-                          "node.toml");
-  EXPECT_FALSE(res.settings);
-  ASSERT_EQ(res.errors.size(), 5u) << dump(res.errors);
-  // Sorted by position.
-  EXPECT_EQ(res.errors[0].key, "node.log_level");
-  EXPECT_EQ(res.errors[0].line, 2);
-  EXPECT_EQ(res.errors[1].key, "http.prot");
-  EXPECT_EQ(res.errors[1].line, 5);
-  EXPECT_EQ(res.errors[2].key, "http.threads");
-  EXPECT_EQ(res.errors[2].line, 6);
-  EXPECT_EQ(res.errors[3].key, "butler[0].runtime.kind");
-  EXPECT_EQ(res.errors[3].line, 11);
-  EXPECT_EQ(res.errors[4].key, "bogus");
-  EXPECT_EQ(res.errors[4].line, 13);
-}
-
-// -- cross-field checks ------------------------------------------------------
-
-TEST(config, duplicate_butler_name) {
-  auto res = parse_config(R"([[butler]]
+            5,
+            {err("node.log_level").at(2), err("http.prot").at(5),
+             err("http.threads").at(6), err("butler[0].runtime.kind").at(11),
+             err("bogus").at(13)})),
+  parsing("runtime_value_errors", R"([[butler]]
+name = "a"
+[butler.runtime]
+fail_rate = 1.5
+fail_class = "timout"
+family = "gemini"
+prompt_via = "file"
+turns = 0
+max_output_bytes = 100
+seed = -1
+[[butler]]
+name = "b"
+[butler.runtime]
+fail_rate = nan
+fail_class = "draining"
+)",
+          9,
+          {err("butler[0].runtime.fail_rate")
+             .reads("node.toml:4:13: butler[0].runtime.fail_rate: must be in "
+                    "0.0..1.0, got 1.5"),
+           err("butler[0].runtime.fail_class")
+             .at(5)
+             .is("must be one of classification_error, validation_error, "
+                 "routing_error, target_unavailable, timeout, "
+                 "overload_rejected, internal_error, got 'timout'; did you "
+                 "mean 'timeout'?"),
+           err("butler[0].runtime.family").has("claude, codex, opencode"),
+           err("butler[0].runtime.prompt_via"), err("butler[0].runtime.turns"),
+           err("butler[0].runtime.max_output_bytes"),
+           err("butler[0].runtime.seed"),
+           // nan is out of every range; internal codes are not taxonomy
+           // classes.
+           err("butler[1].runtime.fail_rate"),
+           err("butler[1].runtime.fail_class")}),
+  parsing("a_messenger_runtime_kind_is_not_accepted_from_a_file", R"([[butler]]
+name = "a"
+[butler.runtime]
+kind = "delivery"
+)",
+          1,
+          {err("butler[0].runtime.kind")
+             .is("must be one of scripted, cli, got 'delivery'")}),
+  without(parsing("butler_list_values_are_checked", R"([[butler]]
+name = "a"
+triggers = [""]
+capabilities = ["route.execute", "Route.Execute", "route..x", "route.x-y"]
+lease_s = 1
+)",
+                  5,
+                  {err("butler[0].triggers[0]"),
+                   err("butler[0].capabilities[1]")
+                     .has("^[a-z][a-z0-9_]*(\\.[a-z][a-z0-9_]*)*$"),
+                   err("butler[0].capabilities[2]"),
+                   err("butler[0].capabilities[3]"),
+                   err("butler[0].lease_s").is("must be in 2..86400, got 1")}),
+          {"butler[0].capabilities[0]"}),
+  parsing("schedule_values_are_checked", R"([[butler]]
+name = "a"
+[[butler.schedule]]
+every_s = 0
+prompt = ""
+[[butler.schedule]]
+name = "b"
+cron = "0 3 * *"
+prompt = "x"
+evry_s = 5
+)",
+          5,
+          {err("butler[0].schedule[0].name").is("missing required key").at(3),
+           err("butler[0].schedule[0].every_s")
+             .is("must be in 1..31536000, got 0"),
+           err("butler[0].schedule[0].prompt"),
+           err("butler[0].schedule[1].cron")
+             .reads("node.toml:8:8: butler[0].schedule[1].cron: expected five "
+                    "fields (minute hour day-of-month month day-of-week), got "
+                    "4 in '0 3 * *'"),
+           err("butler[0].schedule[1].evry_s").has("did you mean 'every_s'?")}),
+  parsing("messenger_value_errors", R"([messenger]
+max_concurrent_sessions = 0
+max_pendng = 5
+[[messenger.adapter]]
+kind = "smtp"
+[[messenger.adapter]]
+kind = "webhook"
+url = "https://hooks.example/notify"
+channels = ["telegram", "sms"]
+[[messenger.adapter]]
+kind = "webhook"
+url = "hooks.example/notify"
+retries = 101
+)",
+          7,
+          {err("messenger.max_concurrent_sessions"),
+           err("messenger.max_pendng").has("did you mean 'max_pending'?"),
+           err("messenger.adapter[0].kind")
+             .is("must be one of webhook, outbox, got 'smtp'"),
+           err("messenger.adapter[1].url")
+             .reads("node.toml:8:7: messenger.adapter[1].url: https:// is not "
+                    "supported; only http:// URLs are, got "
+                    "'https://hooks.example/notify'"),
+           err("messenger.adapter[1].channels[1]")
+             .is("must be one of *, telegram, slack, email, api, mcp, got "
+                 "'sms'"),
+           err("messenger.adapter[2].url").has("must be an http://"),
+           err("messenger.adapter[2].retries")}),
+  parsing("adapter_kind_is_required", "[[messenger.adapter]]\npath = \"x\"\n",
+          1, {err("messenger.adapter[0].kind").is("missing required key")}),
+  parsing("switchboard_routing_value_errors", R"([switchboard]
+route_timeout_s = 0
+retry_base_ms = 600001
+retry_cap_ms = 0
+circuit_failure_threshold = 1001
+circuit_open_s = 3601
+fanout_mode = "paralel"
+max_in_progress = 0
+retry_capms = 5
+)",
+          8,
+          {err("switchboard.route_timeout_s")
+             .reads("node.toml:2:19: switchboard.route_timeout_s: must be in "
+                    "1..86400, got 0"),
+           err("switchboard.retry_base_ms")
+             .is("must be in 1..600000, got "
+                 "600001"),
+           err("switchboard.retry_cap_ms").is("must be in 1..600000, got 0"),
+           err("switchboard.circuit_failure_threshold")
+             .is("must be in 1..1000, got 1001"),
+           err("switchboard.circuit_open_s").is("must be in 1..3600, got 3601"),
+           err("switchboard.fanout_mode")
+             .is("must be one of parallel, ordered, conditional, got "
+                 "'paralel'; did you mean 'parallel'?"),
+           err("switchboard.max_in_progress")
+             .is("must be in 1..1000000, got 0"),
+           err("switchboard.retry_capms")
+             .is("unknown key; did you mean 'retry_cap_ms'?")}),
+  parsing("router_value_errors", R"([router]
+kind = "rule"
+confidence_threshold = 1.5
+family = "gemini"
+command = "claude -p"
+timeout_s = 0
+max_output_bytes = 100
+kinds = "cli"
+[[router.rule]]
+channels = ["telegram", "sms"]
+allow = ["general", "Health"]
+deny = ["a b"]
+alow = ["x"]
+)",
+          11,
+          {err("router.kind")
+             .is("must be one of rules, cli, got 'rule'; did "
+                 "you mean 'rules'?"),
+           err("router.confidence_threshold")
+             .reads("node.toml:3:24: router.confidence_threshold: must be in "
+                    "0.0..1.0, got 1.5"),
+           err("router.family")
+             .is("must be one of claude, codex, opencode, got 'gemini'"),
+           err("router.command").is("expected array of strings, got string"),
+           err("router.timeout_s").is("must be in 1..3600, got 0"),
+           err("router.max_output_bytes")
+             .is("must be in 1024..67108864, got "
+                 "100"),
+           err("router.kinds").is("unknown key; did you mean 'kind'?"),
+           err("router.rule[0].channels[1]")
+             .reads("node.toml:10:25: router.rule[0].channels[1]: must be one "
+                    "of *, telegram, slack, email, api, mcp, got 'sms'"),
+           err("router.rule[0].allow[1]")
+             .is("must match ^[a-z][a-z0-9_-]{0,63}$, got 'Health'"),
+           err("router.rule[0].deny[0]"),
+           err("router.rule[0].alow")
+             .is("unknown key; did you mean "
+                 "'allow'?")}),
+  parsing("router_family_is_checked_for_a_cli_router",
+          "[router]\nkind = \"cli\"\nfamily = \"claud\"\n", 1,
+          {err("router.family")
+             .reads("node.toml:3:10: router.family: must be one of claude, "
+                    "codex, opencode, got 'claud'; did you mean 'claude'?")}),
+  parsing("router_family_is_checked_for_a_rules_router_too",
+          "[router]\nkind = \"rules\"\nfamily = \"claud\"\n", 1,
+          {err("router.family")
+             .reads("node.toml:3:10: router.family: must be one of claude, "
+                    "codex, opencode, got 'claud'; did you mean 'claude'?")}),
+  parsing("policy_value_errors", R"([[policy]]
+wall_clock_s = 0
+[[policy]]
+tier = "low"
+max_invocations = 10001
+retry_max_attempts = 0
+[[policy]]
+tier = "interactive"
+wall_clock_s = 604801
+retry_max_attempt = 2
+)",
+          7,
+          {err("policy[0].tier").at(1).is("missing required key"),
+           err("policy[0].wall_clock_s").is("must be in 1..604800, got 0"),
+           err("policy[1].tier")
+             .reads("node.toml:4:8: policy[1].tier: must be one of default, "
+                    "interactive, high_priority, got 'low'"),
+           err("policy[1].max_invocations")
+             .is("must be in 1..10000, got "
+                 "10001"),
+           err("policy[1].retry_max_attempts").is("must be in 1..100, got 0"),
+           err("policy[2].wall_clock_s"),
+           err("policy[2].retry_max_attempt")
+             .is("unknown key; did you mean 'retry_max_attempts'?")}),
+  // -- keys that moved say where they went
+  in_order(parsing("old_butler_runtime_and_command_keys_say_where_they_went",
+                   R"([[butler]]
+name = "a"
+runtime = "cli"
+command = ["claude", "-p"]
+)",
+                   2,
+                   {err("butler[0].runtime")
+                      .at(3)
+                      .is("expected table, got string; the runtime is the "
+                          "table [butler.runtime], its adapter is `kind`"),
+                    err("butler[0].command")
+                      .at(4)
+                      .is("unknown key; it is now a key of "
+                          "[butler.runtime]")})),
+  parsing("old_switchboard_router_key_says_where_it_went",
+          "[switchboard]\nworkers = 2\nrouter = \"cli\"\n", 1,
+          {err("switchboard.router")
+             .reads("node.toml:3:1: switchboard.router: unknown key; it is "
+                    "now [router] kind")}),
+  in_order(parsing("old_cluster_keys_say_where_they_went",
+                   "[cluster]\nenabled = true\ntls_cafile = \"x\"\n", 2,
+                   {err("cluster.enabled")
+                      .is("unknown key; clustering is on when cluster.port or "
+                          "cluster.peers is set"),
+                    err("cluster.tls_cafile")
+                      .is("unknown key; it is now `ca` of [cluster.tls]")})),
+  // -- checks across keys
+  validating("duplicate_butler_name", R"([[butler]]
 name = "general"
 
 [[butler]]
@@ -682,28 +1013,219 @@ name = "health"
 [[butler]]
 name = "general"
 )",
-                          "node.toml");
-  ASSERT_TRUE(res.settings) << dump(res.errors);
-  auto errors = validate_settings(*res.settings);
-  ASSERT_EQ(errors.size(), 1u) << dump(errors);
-  EXPECT_EQ(errors[0].file, "node.toml");
-  EXPECT_EQ(errors[0].key, "butler[2].name");
-  EXPECT_EQ(errors[0].line, 8);
-  EXPECT_TRUE(contains(errors[0].message, "duplicate butler name 'general'"));
-  EXPECT_TRUE(contains(errors[0].message, "butler[0], line 2"));
+             1,
+             {err("butler[2].name")
+                .at(8)
+                .has("duplicate butler name 'general'")
+                .has("butler[0], line 2")}),
+  validating("non_loopback_bind_requires_token",
+             "[http]\nport = 1\nbind = \"0.0.0.0\"\n", 1,
+             {err("http.bind")
+                .at(3)
+                .is("binding a non-loopback address "
+                    "requires http.token")}),
+  validating("other_cross_field_checks", R"([[butler]]
+name = "coder"
+[butler.runtime]
+kind = "cli"
+command = ["", "-p"]
+[[butler]]
+name = "far"
+node = "elsewhere"
+[[connector]]
+name = "box"
+type = "maildir"
+[[connector]]
+name = "box"
+type = "jsonl"
+path = "/tmp/x.jsonl"
+[cluster.tls]
+key = "/k"
+)",
+             6,
+             {err("butler[0].runtime.command").at(5), err("butler[1].node"),
+              err("connector[0].path"), err("connector[1].name"),
+              err("cluster.tls.cert"),
+              err("cluster.tls.ca")
+                .is("missing: [cluster.tls] needs cert, "
+                    "key and ca (mutual authentication)")}),
+  validating("cluster_without_tls_binds_loopback_only",
+             "[cluster]\nport = 4710\nbind = \"0.0.0.0\"\n", 1,
+             {err("cluster.bind")
+                .at(3)
+                .is("binding a non-loopback address ('0.0.0.0') requires "
+                    "[cluster.tls] with cert, key and ca")}),
+  validating("cluster_with_tls_may_bind_anywhere",
+             "[cluster]\nport = 4710\nbind = \"0.0.0.0\"\n"
+             "[cluster.tls]\ncert = \"c\"\nkey = \"k\"\nca = \"a\"\n",
+             0),
+  validating("butler_only_node_needs_the_cluster",
+             "[cluster]\nswitchboard = false\n", 1,
+             {err("cluster.switchboard")}),
+  validating("hosted_butlers_must_exist",
+             "[cluster]\nport = 4710\nbutlers = [\"general\", \"nope\"]\n", 1,
+             {err("cluster.butlers[1]").is("no [[butler]] named 'nope'")}),
+  validating("schedule_with_both_every_s_and_cron", R"([[butler]]
+name = "a"
+[[butler.schedule]]
+name = "s"
+every_s = 60
+cron = "*/5 * * * *"
+prompt = "x"
+)",
+             1,
+             {err("butler[0].schedule[0].cron")
+                .reads("node.toml:6:1: butler[0].schedule[0].cron: set "
+                       "together with every_s; a schedule has exactly one of "
+                       "every_s and cron")}),
+  validating("schedule_with_neither_every_s_nor_cron", R"([[butler]]
+name = "a"
+
+[[butler.schedule]]
+name = "s"
+prompt = "x"
+)",
+             1,
+             {err("butler[0].schedule[0]")
+                .at(4)
+                .is("has neither every_s nor cron; a schedule has exactly "
+                    "one")}),
+  validating("duplicate_schedule_name_within_a_butler", R"([[butler]]
+name = "a"
+[[butler.schedule]]
+name = "daily"
+every_s = 86400
+prompt = "x"
+[[butler.schedule]]
+name = "daily"
+cron = "0 0 * * *"
+prompt = "y"
+[[butler]]
+name = "b"
+[[butler.schedule]]
+name = "daily"
+every_s = 86400
+prompt = "x"
+)",
+             1,
+             {err("butler[0].schedule[1].name")
+                .at(8)
+                .is("duplicate schedule name 'daily' (first in "
+                    "butler[0].schedule[0], line 4)")}),
+  validating("butler_named_messenger_is_an_error_general_is_not",
+             R"([[butler]]
+name = "general"
+[[butler]]
+name = "messenger"
+)",
+             1,
+             {err("butler[1].name")
+                .reads("node.toml:4:1: butler[1].name: messenger is "
+                       "configured under [messenger], not as a [[butler]]")}),
+  in_order(validating("adapter_required_fields", R"([messenger]
+[[messenger.adapter]]
+kind = "webhook"
+[[messenger.adapter]]
+kind = "outbox"
+[[messenger.adapter]]
+kind = "outbox"
+path = "out.jsonl"
+channels = []
+)",
+                      3,
+                      {err("messenger.adapter[0].url")
+                         .reads("node.toml:3:1: messenger.adapter[0].url: a "
+                                "'webhook' adapter requires a url"),
+                       err("messenger.adapter[1].path")
+                         .reads("node.toml:5:1: messenger.adapter[1].path: an "
+                                "'outbox' adapter requires a path"),
+                       err("messenger.adapter[2].channels")})),
+  validating("router_command_needs_a_program", R"([router]
+kind = "cli"
+command = ["", "-p"]
+)",
+             1,
+             {err("router.command")
+                .reads("node.toml:3:1: router.command: the program (the first "
+                       "element) must not be empty")}),
+  validating("retry_base_must_not_exceed_retry_cap", R"([switchboard]
+retry_base_ms = 5000
+retry_cap_ms = 4000
+)",
+             1,
+             {err("switchboard.retry_base_ms")
+                .reads("node.toml:2:1: switchboard.retry_base_ms: must not "
+                       "exceed switchboard.retry_cap_ms (5000 > 4000)")}),
+  validating("retry_base_may_equal_retry_cap",
+             "[switchboard]\nretry_base_ms = 700\nretry_cap_ms = 700\n", 0),
+  // The cap's line, since the base was not written.
+  validating("retry_cap_below_the_default_base",
+             "[switchboard]\nretry_cap_ms = 100\n", 1,
+             {err("switchboard.retry_base_ms").at(2)}),
+  validating("duplicate_policy_tier", R"([[policy]]
+tier = "interactive"
+[[policy]]
+tier = "default"
+[[policy]]
+tier = "interactive"
+max_invocations = 4
+)",
+             1,
+             {err("policy[2].tier")
+                .reads("node.toml:6:1: policy[2].tier: duplicate policy tier "
+                       "'interactive' (first in policy[0], line 2)")}),
+  in_order(validating("rule_allowing_and_denying_a_butler", R"([router]
+[[router.rule]]
+allow = ["general", "health"]
+[[router.rule]]
+channels = ["email"]
+allow = ["general", "health", "coder"]
+deny = ["coder", "general", "coder", "finance"]
+[[router.rule]]
+channels = []
+deny = ["finance"]
+)",
+                      3,
+                      {err("router.rule[1].deny")
+                         .reads("node.toml:7:1: router.rule[1].deny: 'coder' "
+                                "is both allowed and denied by this rule"),
+                       err("router.rule[1].deny")
+                         .reads("node.toml:7:1: router.rule[1].deny: "
+                                "'general' is both allowed and denied by this "
+                                "rule"),
+                       err("router.rule[2].channels")
+                         .reads("node.toml:9:1: router.rule[2].channels: "
+                                "applies to no channel; [\"*\"] means every "
+                                "channel")})),
+};
+
+INSTANTIATE_TEST_SUITE_P(config, config_errors, testing::ValuesIn(error_cases),
+                         [](const testing::TestParamInfo<error_case>& info) {
+                           return info.param.name;
+                         });
+
+} // namespace
+
+// -- errors that need more than the table
+// --------------------------------------
+
+TEST(config, syntax_error_names_line) {
+  auto res = parse_config("[http]\nport = 1\nbind = \n", "node.toml");
+  EXPECT_FALSE(res.settings);
+  ASSERT_EQ(res.errors.size(), 1u) << dump(res.errors);
+  EXPECT_EQ(res.errors[0].file, "node.toml");
+  EXPECT_EQ(res.errors[0].line, 3);
+  EXPECT_GT(res.errors[0].column, 0);
+  EXPECT_EQ(res.errors[0].key, "");
+  EXPECT_TRUE(contains(res.errors[0].to_string(), "node.toml:3:"));
 }
 
-TEST(config, non_loopback_bind_requires_token) {
+TEST(config, token_from_the_environment_satisfies_the_bind_check) {
   auto res = parse_config("[http]\nport = 1\nbind = \"0.0.0.0\"\n",
                           "node.toml");
   ASSERT_TRUE(res.settings) << dump(res.errors);
-  auto errors = validate_settings(*res.settings);
-  ASSERT_EQ(errors.size(), 1u) << dump(errors);
-  EXPECT_EQ(errors[0].key, "http.bind");
-  EXPECT_EQ(errors[0].line, 3);
-  EXPECT_EQ(errors[0].message,
-            "binding a non-loopback address requires http.token");
-  // A token from the environment makes it valid.
+  // Without it: config_errors.non_loopback_bind_requires_token.
+  ASSERT_EQ(validate_settings(*res.settings).size(), 1u);
   auto s = *res.settings;
   EXPECT_TRUE(
     apply_env_overrides(s, fake_env({{"BUTLERS_HTTP_TOKEN", "x"}})).empty());
@@ -726,107 +1248,7 @@ TEST(config, loopback_addresses) {
   EXPECT_FALSE(is_loopback(""));
 }
 
-TEST(config, other_cross_field_checks) {
-  auto res = parse_config(R"([[butler]]
-name = "coder"
-[butler.runtime]
-kind = "cli"
-command = ["", "-p"]
-[[butler]]
-name = "far"
-node = "elsewhere"
-[[connector]]
-name = "box"
-type = "maildir"
-[[connector]]
-name = "box"
-type = "jsonl"
-path = "/tmp/x.jsonl"
-[cluster.tls]
-key = "/k"
-)",
-                          "node.toml");
-  ASSERT_TRUE(res.settings) << dump(res.errors);
-  auto errors = validate_settings(*res.settings);
-  EXPECT_EQ(errors.size(), 6u) << dump(errors);
-  ASSERT_TRUE(find(errors, "butler[0].runtime.command"));
-  EXPECT_EQ(find(errors, "butler[0].runtime.command")->line, 5);
-  ASSERT_TRUE(find(errors, "butler[1].node"));
-  ASSERT_TRUE(find(errors, "connector[0].path"));
-  ASSERT_TRUE(find(errors, "connector[1].name"));
-  ASSERT_TRUE(find(errors, "cluster.tls.cert"));
-  ASSERT_TRUE(find(errors, "cluster.tls.ca"));
-  EXPECT_EQ(find(errors, "cluster.tls.ca")->message,
-            "missing: [cluster.tls] needs cert, key and ca (mutual "
-            "authentication)");
-}
-
-TEST(config, cluster_checks) {
-  auto errors_of = [](const std::string& toml) {
-    auto res = parse_config(toml, "node.toml");
-    EXPECT_TRUE(res.settings) << dump(res.errors);
-    return res.settings ? validate_settings(*res.settings)
-                        : std::vector<config_error>{};
-  };
-  // Without TLS the cluster port binds loopback only.
-  auto open = errors_of("[cluster]\nport = 4710\nbind = \"0.0.0.0\"\n");
-  ASSERT_TRUE(find(open, "cluster.bind")) << dump(open);
-  EXPECT_EQ(find(open, "cluster.bind")->line, 3);
-  EXPECT_EQ(find(open, "cluster.bind")->message,
-            "binding a non-loopback address ('0.0.0.0') requires "
-            "[cluster.tls] with cert, key and ca");
-  // With all three TLS files it may bind anywhere.
-  EXPECT_TRUE(errors_of("[cluster]\nport = 4710\nbind = \"0.0.0.0\"\n"
-                        "[cluster.tls]\ncert = \"c\"\nkey = \"k\"\n"
-                        "ca = \"a\"\n")
-                .empty());
-  // A butler-only node needs the cluster; hosted butlers must exist.
-  auto lonely = errors_of("[cluster]\nswitchboard = false\n");
-  ASSERT_TRUE(find(lonely, "cluster.switchboard")) << dump(lonely);
-  auto unknown = errors_of("[cluster]\nport = 4710\nbutlers = [\"general\", "
-                           "\"nope\"]\n");
-  ASSERT_EQ(unknown.size(), 1u) << dump(unknown);
-  EXPECT_EQ(unknown[0].key, "cluster.butlers[1]");
-  EXPECT_EQ(unknown[0].message, "no [[butler]] named 'nope'");
-  // The keys of the first draft say where they went.
-  auto res = parse_config("[cluster]\nenabled = true\ntls_cafile = \"x\"\n",
-                          "node.toml");
-  ASSERT_EQ(res.errors.size(), 2u) << dump(res.errors);
-  EXPECT_EQ(res.errors[0].message,
-            "unknown key; clustering is on when cluster.port or "
-            "cluster.peers is set");
-  EXPECT_EQ(res.errors[1].message,
-            "unknown key; it is now `ca` of [cluster.tls]");
-}
-
 // -- [[butler]] runtime and schedules, [messenger] ---------------------------
-
-/// The example operators copy (config/README.md).
-constexpr const char* health_example = R"([[butler]]
-name = "health"
-description = "Medication, symptoms, appointments"
-triggers = ["the user talks about their health or medication"]
-keywords = ["pill", "medication", "doctor"]
-max_concurrent_sessions = 1
-max_pending = 100
-session_timeout_s = 1800
-[butler.runtime]
-kind = "scripted"      # or "cli"
-turn_ms = 200
-turns = 1
-fail_rate = 0.0        # fraction of sessions that fail...
-fail_class = "timeout" # ...with this error class
-)";
-
-/// Parses `text`, expecting no parse errors, and returns what
-/// validate_settings says about it.
-std::vector<config_error> validated(const std::string& text) {
-  auto res = parse_config(text, "node.toml");
-  EXPECT_TRUE(res.settings) << dump(res.errors);
-  if (!res.settings)
-    return {};
-  return validate_settings(*res.settings);
-}
 
 TEST(config, health_example_parses) {
   auto res = parse_config(health_example, "node.toml");
@@ -840,11 +1262,11 @@ TEST(config, health_example_parses) {
   expected.max_concurrent_sessions = 1;
   expected.max_pending = 100;
   expected.session_timeout_s = 1800;
-  expected.runtime.kind = "scripted";
+  expected.runtime.kind = runtime_kind::scripted;
   expected.runtime.turn_ms = 200;
   expected.runtime.turns = 1;
   expected.runtime.fail_rate = 0.0;
-  expected.runtime.fail_class = "timeout";
+  expected.runtime.fail_class = butlers_errc::timeout;
   ASSERT_EQ(res.settings->butlers.size(), 1u);
   EXPECT_EQ(res.settings->butlers[0], expected);
   EXPECT_EQ(res.settings->positions.at("butler[0].runtime").line, 9);
@@ -868,16 +1290,16 @@ TEST(config, butler_defaults) {
   EXPECT_EQ(b.lease_s, 30u);
   EXPECT_TRUE(b.schedules.empty());
   auto& rt = b.runtime;
-  EXPECT_EQ(rt.kind, "scripted");
+  EXPECT_EQ(rt.kind, runtime_kind::scripted);
   EXPECT_EQ(rt.turn_ms, 200u);
   EXPECT_EQ(rt.turns, 1u);
   EXPECT_EQ(rt.fail_rate, 0.0);
-  EXPECT_EQ(rt.fail_class, "timeout");
+  EXPECT_EQ(rt.fail_class, butlers_errc::timeout);
   EXPECT_EQ(rt.reply, "{butler}: {prompt}");
   EXPECT_EQ(rt.seed, 0u);
-  EXPECT_EQ(rt.family, "claude");
+  EXPECT_EQ(rt.family, cli_family::claude);
   EXPECT_TRUE(rt.command.empty());
-  EXPECT_EQ(rt.prompt_via, "stdin");
+  EXPECT_EQ(rt.prompt_via, prompt_passing::on_stdin);
   EXPECT_EQ(rt.max_output_bytes, 1048576u);
   EXPECT_EQ(rt.kill_grace_ms, 2000u);
   auto& m = res.settings->messenger;
@@ -905,286 +1327,6 @@ TEST(config, fail_rate_takes_integers_and_floats_in_range) {
   }
 }
 
-TEST(config, schedules_and_adapters_must_be_arrays_of_tables) {
-  auto res = parse_config(R"([[butler]]
-name = "a"
-[butler.schedule]
-name = "s"
-[messenger]
-adapter = 1
-)",
-                          "node.toml");
-  ASSERT_EQ(res.errors.size(), 2u) << dump(res.errors);
-  EXPECT_EQ(res.errors[0].key, "butler[0].schedule");
-  EXPECT_EQ(res.errors[0].message,
-            "expected array of tables ([[butler.schedule]]), got table");
-  EXPECT_EQ(res.errors[1].key, "messenger.adapter");
-  EXPECT_EQ(res.errors[1].message,
-            "expected array of tables ([[messenger.adapter]]), got integer");
-}
-
-TEST(config, unknown_key_inside_butler_runtime) {
-  auto res = parse_config(R"([[butler]]
-name = "a"
-[butler.runtime]
-kind = "scripted"
-turn_m = 5
-)",
-                          "node.toml");
-  ASSERT_EQ(res.errors.size(), 1u) << dump(res.errors);
-  EXPECT_EQ(res.errors[0].to_string(),
-            "node.toml:5:1: butler[0].runtime.turn_m: unknown key; did you "
-            "mean 'turn_ms'?");
-}
-
-TEST(config, runtime_value_errors) {
-  auto res = parse_config(R"([[butler]]
-name = "a"
-[butler.runtime]
-fail_rate = 1.5
-fail_class = "timout"
-family = "gemini"
-prompt_via = "file"
-turns = 0
-max_output_bytes = 100
-seed = -1
-[[butler]]
-name = "b"
-[butler.runtime]
-fail_rate = nan
-fail_class = "draining"
-)",
-                          "node.toml");
-  EXPECT_EQ(res.errors.size(), 9u) << dump(res.errors);
-  auto e = find(res.errors, "butler[0].runtime.fail_rate");
-  ASSERT_TRUE(e);
-  EXPECT_EQ(e->to_string(), "node.toml:4:13: butler[0].runtime.fail_rate: "
-                            "must be in 0.0..1.0, got 1.5");
-  e = find(res.errors, "butler[0].runtime.fail_class");
-  ASSERT_TRUE(e);
-  EXPECT_EQ(e->line, 5);
-  EXPECT_EQ(e->message,
-            "must be one of classification_error, validation_error, "
-            "routing_error, target_unavailable, timeout, overload_rejected, "
-            "internal_error, got 'timout'; did you mean 'timeout'?");
-  e = find(res.errors, "butler[0].runtime.family");
-  ASSERT_TRUE(e);
-  EXPECT_TRUE(contains(e->message, "claude, codex, opencode")) << e->message;
-  ASSERT_TRUE(find(res.errors, "butler[0].runtime.prompt_via"));
-  ASSERT_TRUE(find(res.errors, "butler[0].runtime.turns"));
-  ASSERT_TRUE(find(res.errors, "butler[0].runtime.max_output_bytes"));
-  ASSERT_TRUE(find(res.errors, "butler[0].runtime.seed"));
-  // nan is out of every range; internal codes are not taxonomy classes.
-  ASSERT_TRUE(find(res.errors, "butler[1].runtime.fail_rate"));
-  ASSERT_TRUE(find(res.errors, "butler[1].runtime.fail_class"));
-}
-
-TEST(config, old_butler_runtime_and_command_keys_say_where_they_went) {
-  auto res = parse_config(R"([[butler]]
-name = "a"
-runtime = "cli"
-command = ["claude", "-p"]
-)",
-                          "node.toml");
-  ASSERT_EQ(res.errors.size(), 2u) << dump(res.errors);
-  EXPECT_EQ(res.errors[0].key, "butler[0].runtime");
-  EXPECT_EQ(res.errors[0].line, 3);
-  EXPECT_EQ(res.errors[0].message,
-            "expected table, got string; the runtime is the table "
-            "[butler.runtime], its adapter is `kind`");
-  EXPECT_EQ(res.errors[1].key, "butler[0].command");
-  EXPECT_EQ(res.errors[1].line, 4);
-  EXPECT_EQ(res.errors[1].message,
-            "unknown key; it is now a key of [butler.runtime]");
-}
-
-TEST(config, butler_list_values_are_checked) {
-  auto res = parse_config(R"([[butler]]
-name = "a"
-triggers = [""]
-capabilities = ["route.execute", "Route.Execute", "route..x", "route.x-y"]
-lease_s = 1
-)",
-                          "node.toml");
-  EXPECT_EQ(res.errors.size(), 5u) << dump(res.errors);
-  ASSERT_TRUE(find(res.errors, "butler[0].triggers[0]"));
-  EXPECT_FALSE(find(res.errors, "butler[0].capabilities[0]"));
-  ASSERT_TRUE(find(res.errors, "butler[0].capabilities[1]"));
-  EXPECT_TRUE(contains(find(res.errors, "butler[0].capabilities[1]")->message,
-                       "^[a-z][a-z0-9_]*(\\.[a-z][a-z0-9_]*)*$"));
-  ASSERT_TRUE(find(res.errors, "butler[0].capabilities[2]"));
-  ASSERT_TRUE(find(res.errors, "butler[0].capabilities[3]"));
-  ASSERT_TRUE(find(res.errors, "butler[0].lease_s"));
-  EXPECT_EQ(find(res.errors, "butler[0].lease_s")->message,
-            "must be in 2..86400, got 1");
-}
-
-TEST(config, schedule_values_are_checked) {
-  auto res = parse_config(R"([[butler]]
-name = "a"
-[[butler.schedule]]
-every_s = 0
-prompt = ""
-[[butler.schedule]]
-name = "b"
-cron = "0 3 * *"
-prompt = "x"
-evry_s = 5
-)",
-                          "node.toml");
-  EXPECT_EQ(res.errors.size(), 5u) << dump(res.errors);
-  auto e = find(res.errors, "butler[0].schedule[0].name");
-  ASSERT_TRUE(e);
-  EXPECT_EQ(e->message, "missing required key");
-  EXPECT_EQ(e->line, 3);
-  e = find(res.errors, "butler[0].schedule[0].every_s");
-  ASSERT_TRUE(e);
-  EXPECT_EQ(e->message, "must be in 1..31536000, got 0");
-  ASSERT_TRUE(find(res.errors, "butler[0].schedule[0].prompt"));
-  e = find(res.errors, "butler[0].schedule[1].cron");
-  ASSERT_TRUE(e);
-  EXPECT_EQ(e->to_string(),
-            "node.toml:8:8: butler[0].schedule[1].cron: expected five fields "
-            "(minute hour day-of-month month day-of-week), got 4 in "
-            "'0 3 * *'");
-  e = find(res.errors, "butler[0].schedule[1].evry_s");
-  ASSERT_TRUE(e);
-  EXPECT_TRUE(contains(e->message, "did you mean 'every_s'?")) << e->message;
-}
-
-TEST(config, schedule_with_both_every_s_and_cron) {
-  auto errors = validated(R"([[butler]]
-name = "a"
-[[butler.schedule]]
-name = "s"
-every_s = 60
-cron = "*/5 * * * *"
-prompt = "x"
-)");
-  ASSERT_EQ(errors.size(), 1u) << dump(errors);
-  EXPECT_EQ(errors[0].to_string(),
-            "node.toml:6:1: butler[0].schedule[0].cron: set together with "
-            "every_s; a schedule has exactly one of every_s and cron");
-}
-
-TEST(config, schedule_with_neither_every_s_nor_cron) {
-  auto errors = validated(R"([[butler]]
-name = "a"
-
-[[butler.schedule]]
-name = "s"
-prompt = "x"
-)");
-  ASSERT_EQ(errors.size(), 1u) << dump(errors);
-  EXPECT_EQ(errors[0].key, "butler[0].schedule[0]");
-  EXPECT_EQ(errors[0].line, 4);
-  EXPECT_EQ(errors[0].message,
-            "has neither every_s nor cron; a schedule has exactly one");
-}
-
-TEST(config, duplicate_schedule_name_within_a_butler) {
-  auto errors = validated(R"([[butler]]
-name = "a"
-[[butler.schedule]]
-name = "daily"
-every_s = 86400
-prompt = "x"
-[[butler.schedule]]
-name = "daily"
-cron = "0 0 * * *"
-prompt = "y"
-[[butler]]
-name = "b"
-[[butler.schedule]]
-name = "daily"
-every_s = 86400
-prompt = "x"
-)");
-  ASSERT_EQ(errors.size(), 1u) << dump(errors);
-  EXPECT_EQ(errors[0].key, "butler[0].schedule[1].name");
-  EXPECT_EQ(errors[0].line, 8);
-  EXPECT_EQ(errors[0].message, "duplicate schedule name 'daily' (first in "
-                               "butler[0].schedule[0], line 4)");
-}
-
-TEST(config, butler_named_messenger_is_an_error_general_is_not) {
-  auto errors = validated(R"([[butler]]
-name = "general"
-[[butler]]
-name = "messenger"
-)");
-  ASSERT_EQ(errors.size(), 1u) << dump(errors);
-  EXPECT_EQ(errors[0].to_string(),
-            "node.toml:4:1: butler[1].name: messenger is configured under "
-            "[messenger], not as a [[butler]]");
-}
-
-TEST(config, messenger_value_errors) {
-  auto res = parse_config(R"([messenger]
-max_concurrent_sessions = 0
-max_pendng = 5
-[[messenger.adapter]]
-kind = "smtp"
-[[messenger.adapter]]
-kind = "webhook"
-url = "https://hooks.example/notify"
-channels = ["telegram", "sms"]
-[[messenger.adapter]]
-kind = "webhook"
-url = "hooks.example/notify"
-retries = 101
-)",
-                          "node.toml");
-  EXPECT_EQ(res.errors.size(), 7u) << dump(res.errors);
-  ASSERT_TRUE(find(res.errors, "messenger.max_concurrent_sessions"));
-  auto e = find(res.errors, "messenger.max_pendng");
-  ASSERT_TRUE(e);
-  EXPECT_TRUE(contains(e->message, "did you mean 'max_pending'?"));
-  e = find(res.errors, "messenger.adapter[0].kind");
-  ASSERT_TRUE(e);
-  EXPECT_EQ(e->message, "must be one of webhook, outbox, got 'smtp'");
-  e = find(res.errors, "messenger.adapter[1].url");
-  ASSERT_TRUE(e);
-  EXPECT_EQ(e->to_string(),
-            "node.toml:8:7: messenger.adapter[1].url: https:// is not "
-            "supported; only http:// URLs are, got "
-            "'https://hooks.example/notify'");
-  e = find(res.errors, "messenger.adapter[1].channels[1]");
-  ASSERT_TRUE(e);
-  EXPECT_EQ(e->message, "must be one of *, telegram, slack, email, api, mcp, "
-                        "got 'sms'");
-  e = find(res.errors, "messenger.adapter[2].url");
-  ASSERT_TRUE(e);
-  EXPECT_TRUE(contains(e->message, "must be an http://")) << e->message;
-  ASSERT_TRUE(find(res.errors, "messenger.adapter[2].retries"));
-}
-
-TEST(config, adapter_required_fields) {
-  auto errors = validated(R"([messenger]
-[[messenger.adapter]]
-kind = "webhook"
-[[messenger.adapter]]
-kind = "outbox"
-[[messenger.adapter]]
-kind = "outbox"
-path = "out.jsonl"
-channels = []
-)");
-  ASSERT_EQ(errors.size(), 3u) << dump(errors);
-  EXPECT_EQ(errors[0].to_string(),
-            "node.toml:3:1: messenger.adapter[0].url: a 'webhook' adapter "
-            "requires a url");
-  EXPECT_EQ(errors[1].to_string(),
-            "node.toml:5:1: messenger.adapter[1].path: an 'outbox' adapter "
-            "requires a path");
-  EXPECT_EQ(errors[2].key, "messenger.adapter[2].channels");
-  // A missing kind is a parse error.
-  auto res = parse_config("[[messenger.adapter]]\npath = \"x\"\n", "node.toml");
-  ASSERT_EQ(res.errors.size(), 1u) << dump(res.errors);
-  EXPECT_EQ(res.errors[0].key, "messenger.adapter[0].kind");
-  EXPECT_EQ(res.errors[0].message, "missing required key");
-}
-
 TEST(config, to_toml_round_trips_runtime_schedules_and_adapters) {
   node_settings s;
   s.butlers.emplace_back();
@@ -1193,7 +1335,7 @@ TEST(config, to_toml_round_trips_runtime_schedules_and_adapters) {
   b.triggers = {"when \"quoted\"\nand two lines"};
   b.capabilities = {};
   b.lease_s = 2;
-  b.runtime.kind = "cli";
+  b.runtime.kind = runtime_kind::cli;
   b.runtime.fail_rate = 1.0 / 3.0; // needs all 17 digits
   b.runtime.seed = 9223372036854775807u;
   b.runtime.reply = "{prompt}\t{turns}";
@@ -1205,8 +1347,9 @@ TEST(config, to_toml_round_trips_runtime_schedules_and_adapters) {
   s.butlers.back().runtime.fail_rate = 1e-9;
   s.messenger.max_pending = 0;
   s.messenger.adapters.push_back(
-    {"webhook", {"api", "mcp"}, "http://h:1/x", "", 1, 100, ""});
-  s.messenger.adapters.push_back({"outbox", {"*"}, "", "", 5000, 3, "o.jsonl"});
+    {adapter_kind::webhook, {"api", "mcp"}, "http://h:1/x", "", 1, 100, ""});
+  s.messenger.adapters.push_back(
+    {adapter_kind::outbox, {"*"}, "", "", 5000, 3, "o.jsonl"});
   auto text = to_toml(s);
   auto back = parse_config(text, "out.toml");
   ASSERT_TRUE(back.settings) << dump(back.errors) << text;
@@ -1220,262 +1363,6 @@ TEST(config, to_toml_round_trips_runtime_schedules_and_adapters) {
   EXPECT_TRUE(contains(text, "fail_rate = 1e-09\n")) << text;
 }
 
-// -- [switchboard] routing keys, [router], [[policy]] -------------------------
-
-TEST(config, old_switchboard_router_key_says_where_it_went) {
-  auto res = parse_config("[switchboard]\nworkers = 2\nrouter = \"cli\"\n",
-                          "node.toml");
-  ASSERT_EQ(res.errors.size(), 1u) << dump(res.errors);
-  EXPECT_EQ(res.errors[0].to_string(),
-            "node.toml:3:1: switchboard.router: unknown key; it is now "
-            "[router] kind");
-}
-
-TEST(config, switchboard_routing_value_errors) {
-  auto res = parse_config(R"([switchboard]
-route_timeout_s = 0
-retry_base_ms = 600001
-retry_cap_ms = 0
-circuit_failure_threshold = 1001
-circuit_open_s = 3601
-fanout_mode = "paralel"
-max_in_progress = 0
-retry_capms = 5
-)",
-                          "node.toml");
-  EXPECT_EQ(res.errors.size(), 8u) << dump(res.errors);
-  auto e = find(res.errors, "switchboard.route_timeout_s");
-  ASSERT_TRUE(e);
-  EXPECT_EQ(e->to_string(), "node.toml:2:19: switchboard.route_timeout_s: "
-                            "must be in 1..86400, got 0");
-  e = find(res.errors, "switchboard.retry_base_ms");
-  ASSERT_TRUE(e);
-  EXPECT_EQ(e->message, "must be in 1..600000, got 600001");
-  e = find(res.errors, "switchboard.retry_cap_ms");
-  ASSERT_TRUE(e);
-  EXPECT_EQ(e->message, "must be in 1..600000, got 0");
-  e = find(res.errors, "switchboard.circuit_failure_threshold");
-  ASSERT_TRUE(e);
-  EXPECT_EQ(e->message, "must be in 1..1000, got 1001");
-  e = find(res.errors, "switchboard.circuit_open_s");
-  ASSERT_TRUE(e);
-  EXPECT_EQ(e->message, "must be in 1..3600, got 3601");
-  e = find(res.errors, "switchboard.fanout_mode");
-  ASSERT_TRUE(e);
-  EXPECT_EQ(e->message, "must be one of parallel, ordered, conditional, got "
-                        "'paralel'; did you mean 'parallel'?");
-  e = find(res.errors, "switchboard.max_in_progress");
-  ASSERT_TRUE(e);
-  EXPECT_EQ(e->message, "must be in 1..1000000, got 0");
-  e = find(res.errors, "switchboard.retry_capms");
-  ASSERT_TRUE(e);
-  EXPECT_EQ(e->message, "unknown key; did you mean 'retry_cap_ms'?");
-}
-
-TEST(config, router_value_errors) {
-  auto res = parse_config(R"([router]
-kind = "rule"
-confidence_threshold = 1.5
-family = "gemini"
-command = "claude -p"
-timeout_s = 0
-max_output_bytes = 100
-kinds = "cli"
-[[router.rule]]
-channels = ["telegram", "sms"]
-allow = ["general", "Health"]
-deny = ["a b"]
-alow = ["x"]
-)",
-                          "node.toml");
-  EXPECT_EQ(res.errors.size(), 11u) << dump(res.errors);
-  auto e = find(res.errors, "router.kind");
-  ASSERT_TRUE(e);
-  EXPECT_EQ(e->message,
-            "must be one of rules, cli, got 'rule'; did you mean 'rules'?");
-  e = find(res.errors, "router.confidence_threshold");
-  ASSERT_TRUE(e);
-  EXPECT_EQ(e->to_string(), "node.toml:3:24: router.confidence_threshold: "
-                            "must be in 0.0..1.0, got 1.5");
-  e = find(res.errors, "router.family");
-  ASSERT_TRUE(e);
-  EXPECT_EQ(e->message, "must be one of claude, codex, opencode, got 'gemini'");
-  e = find(res.errors, "router.command");
-  ASSERT_TRUE(e);
-  EXPECT_EQ(e->message, "expected array of strings, got string");
-  e = find(res.errors, "router.timeout_s");
-  ASSERT_TRUE(e);
-  EXPECT_EQ(e->message, "must be in 1..3600, got 0");
-  e = find(res.errors, "router.max_output_bytes");
-  ASSERT_TRUE(e);
-  EXPECT_EQ(e->message, "must be in 1024..67108864, got 100");
-  e = find(res.errors, "router.kinds");
-  ASSERT_TRUE(e);
-  EXPECT_EQ(e->message, "unknown key; did you mean 'kind'?");
-  e = find(res.errors, "router.rule[0].channels[1]");
-  ASSERT_TRUE(e);
-  EXPECT_EQ(e->to_string(),
-            "node.toml:10:25: router.rule[0].channels[1]: must be one of *, "
-            "telegram, slack, email, api, mcp, got 'sms'");
-  e = find(res.errors, "router.rule[0].allow[1]");
-  ASSERT_TRUE(e);
-  EXPECT_EQ(e->message, "must match ^[a-z][a-z0-9_-]{0,63}$, got 'Health'");
-  ASSERT_TRUE(find(res.errors, "router.rule[0].deny[0]"));
-  e = find(res.errors, "router.rule[0].alow");
-  ASSERT_TRUE(e);
-  EXPECT_EQ(e->message, "unknown key; did you mean 'allow'?");
-}
-
-TEST(config, router_family_is_checked_whatever_the_kind) {
-  for (auto kind : {"cli", "rules"}) {
-    auto res = parse_config(std::string{"[router]\nkind = \""} + kind
-                              + "\"\nfamily = \"claud\"\n",
-                            "node.toml");
-    ASSERT_EQ(res.errors.size(), 1u) << kind << "\n" << dump(res.errors);
-    EXPECT_EQ(res.errors[0].to_string(),
-              "node.toml:3:10: router.family: must be one of claude, codex, "
-              "opencode, got 'claud'; did you mean 'claude'?")
-      << kind;
-  }
-}
-
-TEST(config, router_cli_cross_checks) {
-  auto errors = validated(R"([router]
-kind = "cli"
-command = ["", "-p"]
-)");
-  ASSERT_EQ(errors.size(), 1u) << dump(errors);
-  EXPECT_EQ(errors[0].to_string(),
-            "node.toml:3:1: router.command: the program (the first element) "
-            "must not be empty");
-  // Settings built in code do not pass through parse_config's check of the
-  // family.
-  node_settings s;
-  s.router.kind = "cli";
-  s.router.family = "gemini";
-  errors = validate_settings(s);
-  ASSERT_EQ(errors.size(), 1u) << dump(errors);
-  EXPECT_EQ(errors[0].key, "router.family");
-  EXPECT_EQ(errors[0].message, "kind = \"cli\" requires one of claude, "
-                               "codex, opencode, got 'gemini'");
-  s.router.kind = "rules";
-  EXPECT_TRUE(validate_settings(s).empty());
-}
-
-TEST(config, router_and_its_rules_must_be_tables) {
-  auto res = parse_config("router = \"cli\"\n", "node.toml");
-  ASSERT_EQ(res.errors.size(), 1u) << dump(res.errors);
-  EXPECT_EQ(res.errors[0].key, "router");
-  EXPECT_EQ(res.errors[0].message,
-            "expected table, got string; the router is the table [router], "
-            "its choice of router is `kind`");
-  res = parse_config("[router.rule]\ndeny = [\"a\"]\n[policy]\ntier = "
-                     "\"default\"\n",
-                     "node.toml");
-  ASSERT_EQ(res.errors.size(), 2u) << dump(res.errors);
-  EXPECT_EQ(res.errors[0].key, "router.rule");
-  EXPECT_EQ(res.errors[0].message,
-            "expected array of tables ([[router.rule]]), got table");
-  EXPECT_EQ(res.errors[1].key, "policy");
-  EXPECT_EQ(res.errors[1].message,
-            "expected array of tables ([[policy]]), got table");
-}
-
-TEST(config, policy_value_errors) {
-  auto res = parse_config(R"([[policy]]
-wall_clock_s = 0
-[[policy]]
-tier = "low"
-max_invocations = 10001
-retry_max_attempts = 0
-[[policy]]
-tier = "interactive"
-wall_clock_s = 604801
-retry_max_attempt = 2
-)",
-                          "node.toml");
-  EXPECT_EQ(res.errors.size(), 7u) << dump(res.errors);
-  auto e = find(res.errors, "policy[0].tier");
-  ASSERT_TRUE(e);
-  EXPECT_EQ(e->line, 1);
-  EXPECT_EQ(e->message, "missing required key");
-  e = find(res.errors, "policy[0].wall_clock_s");
-  ASSERT_TRUE(e);
-  EXPECT_EQ(e->message, "must be in 1..604800, got 0");
-  e = find(res.errors, "policy[1].tier");
-  ASSERT_TRUE(e);
-  EXPECT_EQ(e->to_string(), "node.toml:4:8: policy[1].tier: must be one of "
-                            "default, interactive, high_priority, got 'low'");
-  e = find(res.errors, "policy[1].max_invocations");
-  ASSERT_TRUE(e);
-  EXPECT_EQ(e->message, "must be in 1..10000, got 10001");
-  e = find(res.errors, "policy[1].retry_max_attempts");
-  ASSERT_TRUE(e);
-  EXPECT_EQ(e->message, "must be in 1..100, got 0");
-  ASSERT_TRUE(find(res.errors, "policy[2].wall_clock_s"));
-  e = find(res.errors, "policy[2].retry_max_attempt");
-  ASSERT_TRUE(e);
-  EXPECT_EQ(e->message, "unknown key; did you mean 'retry_max_attempts'?");
-}
-
-TEST(config, retry_base_must_not_exceed_retry_cap) {
-  auto errors = validated(R"([switchboard]
-retry_base_ms = 5000
-retry_cap_ms = 4000
-)");
-  ASSERT_EQ(errors.size(), 1u) << dump(errors);
-  EXPECT_EQ(errors[0].to_string(),
-            "node.toml:2:1: switchboard.retry_base_ms: must not exceed "
-            "switchboard.retry_cap_ms (5000 > 4000)");
-  // Equal is fine, and so is a cap alone above the default base.
-  EXPECT_TRUE(
-    validated("[switchboard]\nretry_base_ms = 700\nretry_cap_ms = 700\n")
-      .empty());
-  errors = validated("[switchboard]\nretry_cap_ms = 100\n");
-  ASSERT_EQ(errors.size(), 1u) << dump(errors);
-  EXPECT_EQ(errors[0].key, "switchboard.retry_base_ms");
-  EXPECT_EQ(errors[0].line, 2) << "the cap, since the base was not written";
-}
-
-TEST(config, duplicate_policy_tier) {
-  auto errors = validated(R"([[policy]]
-tier = "interactive"
-[[policy]]
-tier = "default"
-[[policy]]
-tier = "interactive"
-max_invocations = 4
-)");
-  ASSERT_EQ(errors.size(), 1u) << dump(errors);
-  EXPECT_EQ(errors[0].to_string(),
-            "node.toml:6:1: policy[2].tier: duplicate policy tier "
-            "'interactive' (first in policy[0], line 2)");
-}
-
-TEST(config, rule_allowing_and_denying_a_butler) {
-  auto errors = validated(R"([router]
-[[router.rule]]
-allow = ["general", "health"]
-[[router.rule]]
-channels = ["email"]
-allow = ["general", "health", "coder"]
-deny = ["coder", "general", "coder", "finance"]
-[[router.rule]]
-channels = []
-deny = ["finance"]
-)");
-  ASSERT_EQ(errors.size(), 3u) << dump(errors);
-  EXPECT_EQ(errors[0].to_string(),
-            "node.toml:7:1: router.rule[1].deny: 'coder' is both allowed and "
-            "denied by this rule");
-  EXPECT_EQ(errors[1].to_string(),
-            "node.toml:7:1: router.rule[1].deny: 'general' is both allowed and "
-            "denied by this rule");
-  EXPECT_EQ(errors[2].to_string(),
-            "node.toml:9:1: router.rule[2].channels: applies to no channel; "
-            "[\"*\"] means every channel");
-}
-
 TEST(config, to_toml_round_trips_router_rules_and_policies) {
   node_settings s;
   s.switchboard.route_timeout_s = 86400;
@@ -1483,11 +1370,11 @@ TEST(config, to_toml_round_trips_router_rules_and_policies) {
   s.switchboard.retry_cap_ms = 600000;
   s.switchboard.circuit_failure_threshold = 1000;
   s.switchboard.circuit_open_s = 1;
-  s.switchboard.fanout_mode = "conditional";
+  s.switchboard.fanout_mode = fanout_kind::conditional;
   s.switchboard.max_in_progress = 1000000;
-  s.router.kind = "cli";
+  s.router.kind = router_kind::cli;
   s.router.confidence_threshold = 0.0;
-  s.router.family = "codex";
+  s.router.family = cli_family::codex;
   s.router.command = {"codex", "exec", "--json", "a \"quoted\" arg"};
   s.router.timeout_s = 3600;
   s.router.max_output_bytes = 67108864;
@@ -1525,8 +1412,7 @@ TEST(config, to_toml_round_trips_router_rules_and_policies) {
   EXPECT_NE(other, s);
 }
 
-// -- environment
-// ---------------------------------------------------------------
+// -- environment -------------------------------------------------------------
 
 TEST(config, env_overrides_apply) {
   node_settings s;
@@ -1609,10 +1495,10 @@ TEST(config, shipped_node_toml_is_valid) {
   EXPECT_EQ(s.butlers[1].name, "health");
   EXPECT_FALSE(s.butlers[1].keywords.empty());
   EXPECT_FALSE(s.butlers[1].triggers.empty());
-  EXPECT_EQ(s.butlers[1].runtime.kind, "scripted");
+  EXPECT_EQ(s.butlers[1].runtime.kind, runtime_kind::scripted);
   ASSERT_EQ(s.connectors.size(), 1u);
   EXPECT_EQ(s.connectors[0].name, "api");
-  EXPECT_EQ(s.connectors[0].type, "http");
+  EXPECT_EQ(s.connectors[0].type, connector_type::http);
   // The shipped file states the defaults (its adapters are commented out:
   // none means the runtime's default outbox).
   EXPECT_TRUE(s.messenger.adapters.empty());
@@ -1622,7 +1508,7 @@ TEST(config, shipped_node_toml_is_valid) {
   EXPECT_EQ(defaults, node_settings{});
 }
 
-TEST(config, database_lanes_default_value_and_range) {
+TEST(config, database_lanes_default_and_value) {
   auto defaults = parse_config("", "t.toml");
   ASSERT_TRUE(defaults.settings);
   EXPECT_EQ(defaults.settings->database.lanes, 3u);
@@ -1630,13 +1516,7 @@ TEST(config, database_lanes_default_value_and_range) {
   auto res = parse_config("[database]\nlanes = 4\n", "t.toml");
   ASSERT_TRUE(res.settings);
   EXPECT_EQ(res.settings->database.lanes, 4u);
-  for (auto bad : {"0", "17"}) {
-    auto r = parse_config(std::string{"[database]\nlanes = "} + bad + "\n",
-                          "t.toml");
-    EXPECT_FALSE(r.settings) << bad;
-    ASSERT_FALSE(r.errors.empty()) << bad;
-    EXPECT_EQ(r.errors[0].key, "database.lanes") << r.errors[0].to_string();
-  }
+  // Out of range: config_errors.database_lanes_below_range and _above_range.
 }
 
 // -- [threads] ----------------------------------------------------------------

@@ -1,0 +1,526 @@
+#include "runtime/config_fields.hpp"
+
+namespace butlers {
+namespace config_detail {
+
+namespace {
+
+// -- checks of string values --------------------------------------------------
+
+/// `^[a-z][a-z0-9_-]{0,63}$`: butler and connector names.
+bool is_plain_name(std::string_view s) {
+  if (s.empty() || s.size() > 64 || s[0] < 'a' || s[0] > 'z')
+    return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'
+           || c == '-';
+  });
+}
+
+bool is_alnum(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+         || (c >= '0' && c <= '9');
+}
+
+/// `^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`: node names.
+bool is_node_name(std::string_view s) {
+  if (s.empty() || s.size() > 64 || !is_alnum(s[0]))
+    return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return is_alnum(c) || c == '.' || c == '_' || c == '-';
+  });
+}
+
+/// Checks "host:port" (host may be a bracketed IPv6 address); returns what
+/// is wrong, or "".
+std::string check_peer(const std::string& peer) {
+  auto colon = peer.rfind(':');
+  if (colon == std::string::npos || colon == 0)
+    return "expected \"host:port\", got '" + peer + "'";
+  auto port = parse_port(std::string_view{peer}.substr(colon + 1));
+  if (!port || *port == 0)
+    return "port of '" + peer + "' must be in 1..65535";
+  return {};
+}
+
+/// `^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$`: tool names such as
+/// "route.execute".
+bool is_tool_name(std::string_view s) {
+  size_t i = 0;
+  for (;;) {
+    if (i >= s.size() || s[i] < 'a' || s[i] > 'z')
+      return false;
+    ++i;
+    while (i < s.size()
+           && ((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9')
+               || s[i] == '_'))
+      ++i;
+    if (i == s.size())
+      return true;
+    if (s[i] != '.')
+      return false;
+    ++i;
+  }
+}
+
+/// Number of whitespace-separated fields of `s`.
+size_t count_fields(std::string_view s) {
+  size_t n = 0;
+  bool in_field = false;
+  for (char c : s) {
+    bool space = c == ' ' || c == '\t' || c == '\n' || c == '\r';
+    if (!space && !in_field)
+      ++n;
+    in_field = !space;
+  }
+  return n;
+}
+
+check_fn not_empty() {
+  return [](const std::string& x) -> std::string {
+    return x.empty() ? "must not be empty" : "";
+  };
+}
+
+check_fn plain_name() {
+  return [](const std::string& x) -> std::string {
+    if (is_plain_name(x))
+      return {};
+    return "must match ^[a-z][a-z0-9_-]{0,63}$, got '" + x + "'";
+  };
+}
+
+check_fn tool_name() {
+  return [](const std::string& x) -> std::string {
+    if (is_tool_name(x))
+      return {};
+    return "must match ^[a-z][a-z0-9_]*(\\.[a-z][a-z0-9_]*)*$, got '" + x + "'";
+  };
+}
+
+check_fn cron_fields() {
+  return [](const std::string& x) -> std::string {
+    auto n = count_fields(x);
+    if (n == 5)
+      return {};
+    return "expected five fields (minute hour day-of-month month "
+           "day-of-week), got "
+           + std::to_string(n) + " in '" + x + "'";
+  };
+}
+
+/// An http:// URL with a host; "" (unset) passes, `validate_settings` asks
+/// for it where it is required.
+check_fn http_url() {
+  return [](const std::string& x) -> std::string {
+    if (x.empty())
+      return {};
+    if (x.rfind("https://", 0) == 0)
+      return "https:// is not supported; only http:// URLs are, got '" + x
+             + "'";
+    if (x.rfind("http://", 0) != 0 || x.size() == 7 || x[7] == '/')
+      return "must be an http://HOST[:PORT][/PATH] URL, got '" + x + "'";
+    return {};
+  };
+}
+
+/// Source channels of `[[messenger.adapter]]` and `[[router.rule]]`; "*"
+/// means all.
+const std::vector<std::string>& channel_names() {
+  static const std::vector<std::string> names{"*",     "telegram", "slack",
+                                              "email", "api",      "mcp"};
+  return names;
+}
+
+/// `^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`: the node's name.
+check_fn node_name() {
+  return [](const std::string& x) -> std::string {
+    if (is_node_name(x))
+      return {};
+    return "must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$, got '" + x + "'";
+  };
+}
+
+std::string redact_token(std::string_view token) {
+  return token.empty() ? "" : "***";
+}
+
+constexpr int64_t u32_max = 4294967295;
+constexpr int64_t i64_max = 9223372036854775807;
+constexpr int64_t mib_64 = 64 * 1024 * 1024;
+
+} // namespace
+
+// -- the field lists ----------------------------------------------------------
+//
+// One line per option: key, member, bounds or check, and one line of doc. The
+// order is the order to_toml prints and the reference lists them; keys a
+// table reads after its fields (sub-tables, arrays of tables) are read by
+// config.cpp.
+
+const fields<node_config>& node_fields() {
+  using c = node_config;
+  static const fields<c> list{
+    text("name", &c::name, "name of this node in logs and in the cluster",
+         node_name()),
+    integer("drain_deadline_s", &c::drain_deadline_s, 0, 3600,
+            "how long a graceful shutdown waits for in-flight work"),
+    choice("log_level", &c::log_level, "minimum log level"),
+  };
+  return list;
+}
+
+const fields<database_config>& database_fields() {
+  using c = database_config;
+  static const fields<c> list{
+    secret_text("url", &c::url, redact_database_url,
+                "the PostgreSQL of the inbox; \"\" means no database"),
+    integer("pool_size", &c::pool_size, 1, 64, "reader connections"),
+    integer("writer_connections", &c::writer_connections, 1, 16,
+            "connections of the inbox writer"),
+    integer("lanes", &c::lanes, 1, 16, "lanes of lifecycle and routing writes"),
+    integer("max_batch", &c::max_batch, 1, 10000,
+            "most writes per group commit"),
+    integer("group_commit_delay_us", &c::group_commit_delay_us, 0, 100000,
+            "how long a group commit of new requests waits for more"),
+    integer("connect_timeout_s", &c::connect_timeout_s, 1, 300,
+            "how long to wait for a connection"),
+    integer("retention_months", &c::retention_months, 1, 120,
+            "months of inbox partitions kept before dropping"),
+    integer("partitions_ahead", &c::partitions_ahead, 0, 24,
+            "monthly partitions created ahead of time"),
+  };
+  return list;
+}
+
+const fields<http_config>& http_fields() {
+  using c = http_config;
+  static const fields<c> list{
+    flag("enabled", &c::enabled, "serve the ingest, thread and operator API"),
+    text("bind", &c::bind, "listen address; non-loopback requires token",
+         not_empty()),
+    integer("port", &c::port, 0, 65535, "TCP port; 0 picks a free one"),
+    secret_text("token", &c::token, redact_token,
+                "bearer token every request must carry; \"\" means none"),
+    integer("max_body_bytes", &c::max_body_bytes, 1024, mib_64,
+            "largest request body; larger ones get 413"),
+    integer("threads", &c::threads, 1, 64, "server threads"),
+    integer("max_connections", &c::max_connections, 1, 65536,
+            "most open connections"),
+    integer("request_timeout_ms", &c::request_timeout_ms, 1, 600000,
+            "deadline of one request"),
+  };
+  return list;
+}
+
+const fields<switchboard_config>& switchboard_fields() {
+  using c = switchboard_config;
+  static const fields<c> list{
+    flag("enabled", &c::enabled, "take ingress on this node"),
+    integer("max_in_flight", &c::max_in_flight, 1, 1000000,
+            "ingest requests awaiting commit; above it 429"),
+    integer("queue_capacity", &c::queue_capacity, 1, 1000000,
+            "hot-path queue before the classification pool"),
+    integer("workers", &c::workers, 1, 256, "classification workers"),
+    integer("scanner_interval_s", &c::scanner_interval_s, 1, 3600,
+            "time between cold-path scans"),
+    integer("scanner_grace_s", &c::scanner_grace_s, 0, 3600,
+            "age before the scanner re-enqueues an accepted row"),
+    integer("scanner_batch_size", &c::scanner_batch_size, 1, 10000,
+            "rows claimed per scan"),
+    integer("lease_s", &c::lease_s, 1, 86400,
+            "how long a claim lasts unless heartbeated"),
+    integer("dedupe_window_s", &c::dedupe_window_s, 1, 86400,
+            "time bucket of hashed dedupe keys"),
+    integer("route_timeout_s", &c::route_timeout_s, 1, 86400,
+            "from dispatching a segment to its final route_response"),
+    integer("retry_base_ms", &c::retry_base_ms, 1, 600000,
+            "full-jitter exponential backoff: the base"),
+    integer("retry_cap_ms", &c::retry_cap_ms, 1, 600000,
+            "full-jitter exponential backoff: the cap"),
+    integer("circuit_failure_threshold", &c::circuit_failure_threshold, 1, 1000,
+            "consecutive failures that open a target's circuit"),
+    integer("circuit_open_s", &c::circuit_open_s, 1, 3600,
+            "how long an open circuit waits before a half-open probe"),
+    choice("fanout_mode", &c::fanout_mode, "fanout mode of plans"),
+    integer("max_in_progress", &c::max_in_progress, 1, 1000000,
+            "requests dispatched and awaiting their outcomes"),
+    integer("max_waiting", &c::max_waiting, 1, 100000,
+            "subrequests waiting for room at a full butler"),
+  };
+  return list;
+}
+
+const fields<router_config>& router_fields() {
+  using c = router_config;
+  static const fields<c> list{
+    choice("kind", &c::kind, "registry keywords and triggers, or an LLM CLI"),
+    number("confidence_threshold", &c::confidence_threshold, 0.0, 1.0,
+           "plans under this confidence go to general whole"),
+    choice("family", &c::family, "cli: output format of the program"),
+    texts("command", &c::command,
+          "cli: program and arguments; [] means the family's default"),
+    integer("timeout_s", &c::timeout_s, 1, 3600,
+            "cli: how long the router CLI may run"),
+    integer("max_output_bytes", &c::max_output_bytes, 1024, mib_64,
+            "cli: largest stdout accepted"),
+  };
+  return list;
+}
+
+const fields<routing_rule_config>& rule_fields() {
+  using c = routing_rule_config;
+  static const fields<c> list{
+    texts_of("channels", &c::channels, channel_names(),
+             "source channels the rule applies to; * means all"),
+    texts("allow", &c::allow,
+          "when not empty, only these butlers may be targeted", plain_name()),
+    texts("deny", &c::deny, "butlers that may never be targeted", plain_name()),
+  };
+  return list;
+}
+
+const fields<policy_config>& policy_fields() {
+  using c = policy_config;
+  static const fields<c> list{
+    text_of("tier", &c::tier, {"default", "interactive", "high_priority"},
+            "the tier")
+      .required(),
+    integer("wall_clock_s", &c::wall_clock_s, 1, 604800,
+            "budget of a request from receipt to its terminal state"),
+    integer("max_invocations", &c::max_invocations, 1, 10000,
+            "dispatches a request may make"),
+    integer("retry_max_attempts", &c::retry_max_attempts, 1, 100,
+            "attempts per segment, the first included"),
+  };
+  return list;
+}
+
+const fields<butler_config>& butler_fields() {
+  using c = butler_config;
+  static const fields<c> list{
+    text("name", &c::name, "the butler's name", plain_name()).required(),
+    text("description", &c::description, "what it is for"),
+    texts("triggers", &c::triggers, "when to route here, for routers",
+          not_empty()),
+    texts("keywords", &c::keywords, "words the rules router matches",
+          not_empty()),
+    texts("capabilities", &c::capabilities, "tools the butler accepts",
+          tool_name()),
+    integer("max_concurrent_sessions", &c::max_concurrent_sessions, 1, 256,
+            "sessions running at once"),
+    integer("max_pending", &c::max_pending, 0, 100000,
+            "work items waiting for a session slot"),
+    integer("session_timeout_s", &c::session_timeout_s, 1, 86400,
+            "a session running longer is cancelled"),
+    integer("lease_s", &c::lease_s, 2, 86400,
+            "how long a work item's lease lasts"),
+    text("node", &c::node, "hosting node; \"\" means local"),
+  };
+  return list;
+}
+
+const fields<runtime_config>& runtime_fields() {
+  using c = runtime_config;
+  static const fields<c> list{
+    choice("kind", &c::kind, "the adapter",
+           {runtime_kind::scripted, runtime_kind::cli}),
+    integer("turn_ms", &c::turn_ms, 0, 3600000,
+            "scripted: milliseconds per turn"),
+    integer("turns", &c::turns, 1, 1000, "scripted: turns per session"),
+    number("fail_rate", &c::fail_rate, 0.0, 1.0,
+           "scripted: fraction of sessions that fail"),
+    integer("fail_attempts", &c::fail_attempts, 0, 1000,
+            "scripted: the first N dispatch attempts fail"),
+    choice("fail_class", &c::fail_class,
+           "scripted: error class of the injected failures"),
+    text("reply", &c::reply, "scripted: reply template"),
+    integer("seed", &c::seed, 0, i64_max,
+            "scripted: seed of the failure draw; 0 seeds from the clock"),
+    choice("family", &c::family, "cli: output format of the program"),
+    texts("command", &c::command,
+          "cli: program and arguments; [] means the family's default"),
+    choice("prompt_via", &c::prompt_via,
+           "cli: how the prompt reaches the program"),
+    integer("max_output_bytes", &c::max_output_bytes, 1024, mib_64,
+            "cli: largest stdout accepted"),
+    integer("kill_grace_ms", &c::kill_grace_ms, 0, 60000,
+            "cli: milliseconds between SIGTERM and SIGKILL"),
+  };
+  return list;
+}
+
+const fields<schedule_config>& schedule_fields() {
+  using c = schedule_config;
+  static const fields<c> list{
+    text("name", &c::name, "the schedule's name", plain_name()).required(),
+    integer("every_s", &c::every_s, 1, 31536000, "seconds between runs")
+      .unset_by_default(),
+    text("cron", &c::cron, "minute hour day-of-month month day-of-week, UTC",
+         cron_fields())
+      .unset_by_default(),
+    text("prompt", &c::prompt, "prompt of the scheduled session", not_empty())
+      .required(),
+  };
+  return list;
+}
+
+const fields<messenger_config>& messenger_fields() {
+  using c = messenger_config;
+  static const fields<c> list{
+    integer("max_concurrent_sessions", &c::max_concurrent_sessions, 1, 256,
+            "deliveries at once"),
+    integer("max_pending", &c::max_pending, 0, 100000, "deliveries waiting"),
+  };
+  return list;
+}
+
+const fields<delivery_adapter_config>& adapter_fields() {
+  using c = delivery_adapter_config;
+  static const fields<c> list{
+    choice("kind", &c::kind, "the adapter").required(),
+    texts_of("channels", &c::channels, channel_names(),
+             "source channels it delivers for; * means all"),
+    text("url", &c::url, "webhook: where the envelope is POSTed", http_url()),
+    secret_text("token", &c::token, redact_token,
+                "webhook: bearer token sent as Authorization"),
+    integer("timeout_ms", &c::timeout_ms, 1, 600000,
+            "webhook: deadline of one attempt"),
+    integer("retries", &c::retries, 0, 100,
+            "webhook: attempts after the first"),
+    text("path", &c::path, "outbox: file the JSON lines are appended to"),
+  };
+  return list;
+}
+
+const fields<connector_config>& connector_fields() {
+  using c = connector_config;
+  static const fields<c> list{
+    text("name", &c::name, "the connector's name", plain_name()).required(),
+    choice("type", &c::type, "channel kind").required(),
+    text("endpoint_identity", &c::endpoint_identity,
+         "source.endpoint_identity of its envelopes"),
+    text("path", &c::path, "file (jsonl) or directory (maildir) read"),
+    integer("max_in_flight", &c::max_in_flight, 1, 10000,
+            "envelopes submitted but not yet acknowledged"),
+    flag("enabled", &c::enabled, "whether it runs"),
+  };
+  return list;
+}
+
+const fields<cluster_config>& cluster_fields() {
+  using c = cluster_config;
+  static const fields<c> list{
+    text("bind", &c::bind, "cluster listen address", not_empty()),
+    integer("port", &c::port, 0, 65535,
+            "port this node publishes its cluster actor on; 0: none"),
+    texts("peers", &c::peers, "nodes this node dials", check_peer),
+    flag("switchboard", &c::switchboard,
+         "runs the switchboard; false makes a butler-only node"),
+    texts("butlers", &c::butlers, "the configured butlers this node hosts",
+          not_empty()),
+    integer("heartbeat_interval_ms", &c::heartbeat_interval_ms, 10, 600000,
+            "middleman heartbeat interval"),
+    integer("connection_timeout_ms", &c::connection_timeout_ms, 10, 600000,
+            "silence after which a peer counts as lost"),
+    integer("quarantine_after_ms", &c::quarantine_after_ms, 0, 86400000,
+            "a lost node's butlers stay stale this long"),
+    integer("reconnect_cap_ms", &c::reconnect_cap_ms, 100, 600000,
+            "ceiling of the reconnect backoff"),
+  };
+  return list;
+}
+
+const fields<cluster_config>& cluster_tls_fields() {
+  using c = cluster_config;
+  static const fields<c> list{
+    text("cert", &c::tls_certificate, "PEM certificate of this node"),
+    text("key", &c::tls_key, "PEM private key"),
+    text("ca", &c::tls_cafile,
+         "PEM bundle peers' certificates are verified against"),
+  };
+  return list;
+}
+
+const fields<scheduler_config>& scheduler_fields() {
+  using c = scheduler_config;
+  static const fields<c> list{
+    integer("threads", &c::threads, 0, 1024,
+            "CAF worker threads; 0 means one per core"),
+    choice("policy", &c::policy, "CAF scheduler policy"),
+    integer("max_throughput", &c::max_throughput, 0, u32_max,
+            "messages an actor handles before yielding; 0: unlimited"),
+  };
+  return list;
+}
+
+const fields<threads_config>& threads_fields() {
+  using c = threads_config;
+  static const fields<c> list{
+    integer("idle_timeout_s", &c::idle_timeout_s, 1, 86400,
+            "seconds an idle thread stays in memory"),
+    integer("max_queued_runs", &c::max_queued_runs, 1, 1000,
+            "runs queued behind an active run, per thread"),
+    integer("max_pending_turns", &c::max_pending_turns, 1, 10000,
+            "turns waiting while a thread persists the previous one"),
+    integer("max_subscribers", &c::max_subscribers, 1, 100000,
+            "open event streams"),
+    integer("subscriber_buffer", &c::subscriber_buffer, 1, 100000,
+            "events buffered per stream while its socket is busy"),
+    integer("heartbeat_ms", &c::heartbeat_ms, 100, 600000,
+            "keep-alive comment interval on event streams"),
+  };
+  return list;
+}
+
+// -- the reference ------------------------------------------------------------
+
+namespace {
+
+template<class T>
+section_reference reference_of(std::string header, const fields<T>& list) {
+  static const T defaults{};
+  section_reference out{std::move(header), {}};
+  for (auto& f : list) {
+    option_reference o;
+    o.key = f.key;
+    o.type = f.type;
+    o.default_value = f.is_required           ? "required"
+                      : f.is_unset_by_default ? "unset"
+                                              : f.print(defaults);
+    o.bounds = f.bounds;
+    o.choices = f.choices;
+    o.doc = f.doc;
+    out.options.push_back(std::move(o));
+  }
+  return out;
+}
+
+} // namespace
+
+} // namespace config_detail
+
+std::vector<section_reference> config_reference() {
+  using namespace config_detail;
+  return {
+    reference_of("[node]", node_fields()),
+    reference_of("[database]", database_fields()),
+    reference_of("[http]", http_fields()),
+    reference_of("[switchboard]", switchboard_fields()),
+    reference_of("[router]", router_fields()),
+    reference_of("[[router.rule]]", rule_fields()),
+    reference_of("[[policy]]", policy_fields()),
+    reference_of("[[butler]]", butler_fields()),
+    reference_of("[butler.runtime]", runtime_fields()),
+    reference_of("[[butler.schedule]]", schedule_fields()),
+    reference_of("[messenger]", messenger_fields()),
+    reference_of("[[messenger.adapter]]", adapter_fields()),
+    reference_of("[[connector]]", connector_fields()),
+    reference_of("[cluster]", cluster_fields()),
+    reference_of("[cluster.tls]", cluster_tls_fields()),
+    reference_of("[scheduler]", scheduler_fields()),
+    reference_of("[threads]", threads_fields()),
+  };
+}
+
+} // namespace butlers

@@ -1,0 +1,365 @@
+#include <algorithm>
+#include <initializer_list>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "runtime/config.hpp"
+
+// The checks across keys (validate_settings), run after the environment
+// overrides, and the address and secret helpers they and to_toml share.
+
+namespace butlers {
+
+namespace {
+
+/// Collects the errors of `validate_settings`.
+struct checker {
+  const node_settings& s;
+  std::vector<config_error> errors;
+
+  void error(source_position pos, std::string key, std::string msg) {
+    errors.push_back(config_error{s.path, pos.line, pos.column, std::move(key),
+                                  std::move(msg)});
+  }
+
+  /// Position of the first of `keys` that was written in the file.
+  source_position where(std::initializer_list<std::string> keys) const {
+    for (auto& k : keys)
+      if (auto i = s.positions.find(k); i != s.positions.end())
+        return i->second;
+    return {};
+  }
+
+  /// Names of [[butler]], [[connector]] and [[butler.schedule]] entries and
+  /// tiers of [[policy]] entries are unique: entry `i` of `items`, keyed
+  /// `base[i]`, is reported against the first entry with the same `field`
+  /// (member pointer, written in the file as `field_key`).
+  template<class Items, class Field>
+  void unique(const Items& items, size_t i, const std::string& base,
+              Field field, const std::string& field_key,
+              const std::string& what) {
+    auto& value = items[i].*field;
+    if (value.empty())
+      return;
+    for (size_t j = 0; j < i; ++j) {
+      if (items[j].*field != value)
+        continue;
+      auto prefix = base + "[" + std::to_string(i) + "]";
+      auto first = base + "[" + std::to_string(j) + "]";
+      auto first_pos = where({first + "." + field_key, first});
+      auto at = first_pos.line > 0
+                  ? first + ", line " + std::to_string(first_pos.line)
+                  : first;
+      error(where({prefix + "." + field_key, prefix}), prefix + "." + field_key,
+            "duplicate " + what + " '" + value + "' (first in " + at + ")");
+      return;
+    }
+  }
+
+  template<class Items>
+  void unique_name(const Items& items, size_t i, const std::string& base,
+                   const std::string& kind) {
+    using item = typename Items::value_type;
+    unique(items, i, base, &item::name, "name", kind + " name");
+  }
+
+  /// A command whose program (first element) is "".
+  void program(const std::vector<std::string>& command,
+               std::initializer_list<std::string> keys) {
+    if (!command.empty() && command[0].empty())
+      error(where(keys), *keys.begin(),
+            "the program (the first element) must not be empty");
+  }
+};
+
+void check_http_and_switchboard(checker& c) {
+  auto& s = c.s;
+  if (s.http.enabled && !is_loopback(s.http.bind) && s.http.token.empty())
+    c.error(c.where({"http.bind", "http"}), "http.bind",
+            "binding a non-loopback address requires http.token");
+  auto& sb = s.switchboard;
+  if (sb.retry_base_ms > sb.retry_cap_ms)
+    c.error(c.where({"switchboard.retry_base_ms", "switchboard.retry_cap_ms",
+                     "switchboard"}),
+            "switchboard.retry_base_ms",
+            "must not exceed switchboard.retry_cap_ms ("
+              + std::to_string(sb.retry_base_ms) + " > "
+              + std::to_string(sb.retry_cap_ms) + ")");
+}
+
+void check_router_and_policies(checker& c) {
+  auto& s = c.s;
+  auto& ro = s.router;
+  c.program(ro.command, {"router.command", "router"});
+  for (size_t i = 0; i < ro.rules.size(); ++i) {
+    auto& r = ro.rules[i];
+    auto prefix = "router.rule[" + std::to_string(i) + "]";
+    if (r.channels.empty())
+      c.error(c.where({prefix + ".channels", prefix}), prefix + ".channels",
+              "applies to no channel; [\"*\"] means every channel");
+    for (auto k = r.deny.begin(); k != r.deny.end(); ++k)
+      if (std::find(r.deny.begin(), k, *k) == k // once per name
+          && std::find(r.allow.begin(), r.allow.end(), *k) != r.allow.end())
+        c.error(c.where({prefix + ".deny", prefix}), prefix + ".deny",
+                "'" + *k + "' is both allowed and denied by this rule");
+  }
+  for (size_t i = 0; i < s.policies.size(); ++i)
+    c.unique(s.policies, i, "policy", &policy_config::tier, "tier",
+             "policy tier");
+}
+
+void check_schedules(checker& c, const butler_config& b,
+                     const std::string& prefix) {
+  for (size_t j = 0; j < b.schedules.size(); ++j) {
+    auto& sc = b.schedules[j];
+    auto base = prefix + ".schedule";
+    auto sub = base + "[" + std::to_string(j) + "]";
+    if (sc.every_s != 0 && !sc.cron.empty())
+      c.error(c.where({sub + ".cron", sub}), sub + ".cron",
+              "set together with every_s; a schedule has exactly one of "
+              "every_s and cron");
+    if (sc.every_s == 0 && sc.cron.empty())
+      c.error(c.where({sub}), sub,
+              "has neither every_s nor cron; a schedule has exactly one");
+    c.unique_name(b.schedules, j, base, "schedule");
+  }
+}
+
+void check_butlers(checker& c) {
+  auto& s = c.s;
+  for (size_t i = 0; i < s.butlers.size(); ++i) {
+    auto& b = s.butlers[i];
+    auto prefix = "butler[" + std::to_string(i) + "]";
+    if (b.name == "messenger")
+      c.error(c.where({prefix + ".name", prefix}), prefix + ".name",
+              "messenger is configured under [messenger], not as a "
+              "[[butler]]");
+    c.program(b.runtime.command,
+              {prefix + ".runtime.command", prefix + ".runtime", prefix});
+    if (!b.node.empty() && b.node != s.node.name && !s.cluster.active())
+      c.error(c.where({prefix + ".node", prefix}), prefix + ".node",
+              "runs on node '" + b.node
+                + "', which requires the cluster (cluster.port or "
+                  "cluster.peers)");
+    c.unique_name(s.butlers, i, "butler", "butler");
+    check_schedules(c, b, prefix);
+  }
+}
+
+void check_messenger_and_connectors(checker& c) {
+  auto& s = c.s;
+  for (size_t i = 0; i < s.messenger.adapters.size(); ++i) {
+    auto& a = s.messenger.adapters[i];
+    auto prefix = "messenger.adapter[" + std::to_string(i) + "]";
+    if (a.kind == adapter_kind::webhook && a.url.empty())
+      c.error(c.where({prefix + ".kind", prefix}), prefix + ".url",
+              "a 'webhook' adapter requires a url");
+    if (a.kind == adapter_kind::outbox && a.path.empty())
+      c.error(c.where({prefix + ".kind", prefix}), prefix + ".path",
+              "an 'outbox' adapter requires a path");
+    if (a.channels.empty())
+      c.error(c.where({prefix + ".channels", prefix}), prefix + ".channels",
+              "delivers for no channel; [\"*\"] means every channel");
+  }
+  for (size_t i = 0; i < s.connectors.size(); ++i) {
+    auto& cn = s.connectors[i];
+    auto prefix = "connector[" + std::to_string(i) + "]";
+    if ((cn.type == connector_type::jsonl || cn.type == connector_type::maildir)
+        && cn.path.empty())
+      c.error(c.where({prefix + ".type", prefix}), prefix + ".path",
+              std::string{"a '"} + to_string(cn.type)
+                + "' connector requires a path");
+    if (cn.type == connector_type::http && cn.enabled && !s.http.enabled)
+      c.error(c.where({prefix + ".type", prefix}), prefix + ".type",
+              "an 'http' connector requires http.enabled = true");
+    c.unique_name(s.connectors, i, "connector", "connector");
+  }
+}
+
+void check_cluster(checker& c) {
+  auto& s = c.s;
+  auto& cl = s.cluster;
+  bool any_tls = !cl.tls_certificate.empty() || !cl.tls_key.empty()
+                 || !cl.tls_cafile.empty();
+  if (any_tls) {
+    // Mutual authentication needs all three: without a CA, CAF would accept
+    // any certificate; without a certificate, it falls back to anonymous TLS.
+    for (auto [key, value] :
+         {std::pair{"cert", &cl.tls_certificate}, std::pair{"key", &cl.tls_key},
+          std::pair{"ca", &cl.tls_cafile}})
+      if (value->empty())
+        c.error(c.where({"cluster.tls", "cluster"}),
+                std::string{"cluster.tls."} + key,
+                "missing: [cluster.tls] needs cert, key and ca (mutual "
+                "authentication)");
+  }
+  if (cl.active() && !is_loopback(cl.bind) && !any_tls)
+    c.error(c.where({"cluster.bind", "cluster"}), "cluster.bind",
+            "binding a non-loopback address ('" + cl.bind
+              + "') requires [cluster.tls] with cert, key and ca");
+  if (!cl.switchboard && !cl.active())
+    c.error(c.where({"cluster.switchboard", "cluster"}), "cluster.switchboard",
+            "false makes a butler-only node, which requires the cluster "
+            "(cluster.port or cluster.peers)");
+  for (size_t i = 0; i < cl.butlers.size(); ++i) {
+    auto& name = cl.butlers[i];
+    if (name == "*" || name == "general")
+      continue;
+    bool known = std::any_of(s.butlers.begin(), s.butlers.end(),
+                             [&](const butler_config& b) {
+                               return b.name == name;
+                             });
+    if (!known)
+      c.error(c.where({"cluster.butlers", "cluster"}),
+              "cluster.butlers[" + std::to_string(i) + "]",
+              "no [[butler]] named '" + name + "'");
+  }
+  if (s.http.enabled && cl.port != 0 && cl.port == s.http.port
+      && cl.bind == s.http.bind)
+    c.error(c.where({"cluster.port", "cluster"}), "cluster.port",
+            "same address as http.port");
+}
+
+} // namespace
+
+bool is_loopback(std::string_view host) {
+  if (host == "localhost" || host == "::1" || host == "[::1]")
+    return true;
+  // IPv4 dotted quad whose first octet is 127.
+  int octets = 0;
+  size_t i = 0;
+  int first = -1;
+  while (i <= host.size()) {
+    size_t j = i;
+    int value = 0;
+    while (j < host.size() && host[j] >= '0' && host[j] <= '9' && j - i < 3) {
+      value = value * 10 + (host[j] - '0');
+      ++j;
+    }
+    if (j == i || value > 255)
+      return false;
+    if (first < 0)
+      first = value;
+    ++octets;
+    if (j == host.size())
+      break;
+    if (host[j] != '.')
+      return false;
+    i = j + 1;
+  }
+  return octets == 4 && first == 127;
+}
+
+std::vector<config_error> validate_settings(const node_settings& s) {
+  checker c{s, {}};
+  check_http_and_switchboard(c);
+  check_router_and_policies(c);
+  check_butlers(c);
+  check_messenger_and_connectors(c);
+  check_cluster(c);
+  std::stable_sort(c.errors.begin(), c.errors.end(),
+                   [](const config_error& x, const config_error& y) {
+                     return std::tie(x.line, x.column)
+                            < std::tie(y.line, y.column);
+                   });
+  return std::move(c.errors);
+}
+
+std::string redact_database_url(std::string_view url) {
+  std::string out{url};
+  auto starts_with = [&](std::string_view prefix) {
+    return url.substr(0, prefix.size()) == prefix;
+  };
+  if (starts_with("postgresql://") || starts_with("postgres://")) {
+    auto auth_begin = url.find("://") + 3;
+    auto auth_end = url.find_first_of("/?#", auth_begin);
+    if (auth_end == std::string_view::npos)
+      auth_end = url.size();
+    // Query parameters first: replacing them does not move the authority.
+    auto query = url.find('?', auth_begin);
+    if (query != std::string_view::npos) {
+      std::string rebuilt{url.substr(0, query + 1)};
+      auto rest = url.substr(query + 1);
+      auto fragment = rest.find('#');
+      auto tail = fragment == std::string_view::npos ? std::string_view{}
+                                                     : rest.substr(fragment);
+      rest = rest.substr(0, fragment);
+      size_t i = 0;
+      bool first = true;
+      while (i <= rest.size()) {
+        auto amp = rest.find('&', i);
+        if (amp == std::string_view::npos)
+          amp = rest.size();
+        auto param = rest.substr(i, amp - i);
+        if (!first)
+          rebuilt += '&';
+        first = false;
+        if (param.substr(0, 9) == "password=")
+          rebuilt += "password=***";
+        else
+          rebuilt += param;
+        i = amp + 1;
+      }
+      rebuilt += tail;
+      out = std::move(rebuilt);
+    }
+    auto authority = url.substr(auth_begin, auth_end - auth_begin);
+    auto at = authority.rfind('@');
+    if (at != std::string_view::npos) {
+      auto colon = authority.find(':');
+      if (colon != std::string_view::npos && colon < at)
+        out.replace(auth_begin + colon + 1, at - colon - 1, "***");
+    }
+    return out;
+  }
+  // key=value form: password = value, value plain or single-quoted.
+  std::string result;
+  size_t i = 0;
+  auto is_space = [](char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+  };
+  while (i < url.size()) {
+    if (is_space(url[i])) {
+      result += url[i++];
+      continue;
+    }
+    auto key_begin = i;
+    while (i < url.size() && url[i] != '=' && !is_space(url[i]))
+      ++i;
+    auto key = url.substr(key_begin, i - key_begin);
+    while (i < url.size() && is_space(url[i]))
+      ++i;
+    if (i >= url.size() || url[i] != '=') {
+      // Not key=value: keep the rest untouched.
+      result += url.substr(key_begin);
+      return result;
+    }
+    ++i;
+    while (i < url.size() && is_space(url[i]))
+      ++i;
+    auto value_begin = i;
+    if (i < url.size() && url[i] == '\'') {
+      ++i;
+      while (i < url.size() && url[i] != '\'') {
+        if (url[i] == '\\' && i + 1 < url.size())
+          ++i;
+        ++i;
+      }
+      if (i < url.size())
+        ++i;
+    } else {
+      while (i < url.size() && !is_space(url[i]))
+        ++i;
+    }
+    result += key;
+    result += '=';
+    if (key == "password")
+      result += "***";
+    else
+      result += url.substr(value_begin, i - value_begin);
+  }
+  return result;
+}
+
+} // namespace butlers
