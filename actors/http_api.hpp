@@ -8,10 +8,10 @@
 #include <caf/fwd.hpp>
 
 #include "actors/interfaces.hpp"
+#include "actors/node_context.hpp"
 #include "runtime/config.hpp"
 #include "runtime/http_render.hpp"
 #include "runtime/http_router.hpp"
-#include "actors/node_context.hpp"
 
 namespace butlers {
 

@@ -210,6 +210,12 @@ using session_actor = caf::typed_actor<
   /// INTERNAL: a blocking adapter finished.
   caf::reacts_to<done_atom, adapter_result>>;
 
+/// One run of the cli router, spawned detached per request (its process
+/// wait blocks).
+using cli_router_actor = caf::typed_actor<
+  /// Waits for the CLI and answers what it said (once).
+  caf::replies_to<caf::get_atom>::with<adapter_result>>;
+
 /// The node's butler registry: name → the hosts of that butler (this node
 /// and, with the cluster, remote nodes), each `active`, `stale` or
 /// `quarantined` (spec 001 §10.7), with the entries routers read.

@@ -21,9 +21,11 @@
 #include <caf/spawn_options.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/cli_router.hpp"
 #include "runtime/cli_output.hpp"
 #include "runtime/json.hpp"
 #include "runtime/operator_action.hpp"
+#include "runtime/planning.hpp"
 #include "runtime/route.hpp"
 #include "runtime/router.hpp"
 #include "runtime/scripted.hpp"
@@ -96,43 +98,11 @@ void with_registry(switchboard_ptr self, const std::string& request_id,
 
 // -- the hot path -------------------------------------------------------------
 
-/// The rules router's plan for `text` (general takes an empty message
-/// whole: ingest.v1 allows an empty text, and there is nothing to split).
-routing_plan rules_plan(const std::string& text,
-                        const std::vector<registry_entry>& entries,
-                        double confidence_threshold) {
-  if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
-    routing_plan plan;
-    plan.router = "rules";
-    plan.fallback = true;
-    plan.fallback_reason = "no_match: the message has no text";
-    plan_segment seg;
-    seg.segment_id = "seg-1";
-    seg.butler = "general";
-    seg.prompt = "(the message has no text)";
-    seg.rationale = "empty message";
-    plan.segments.push_back(std::move(seg));
-    return plan;
-  }
-  return route_by_rules(text, entries, confidence_threshold);
-}
-
-/// Waits for the CLI router's process (blocking: only on the detached
-/// runner) and reads its answer.
-adapter_result run_cli_router(subprocess& proc, cli_family family) {
-  adapter_result a;
-  auto r = proc.wait();
-  if (r.outcome != subprocess_outcome::exited || r.exit_code != 0) {
-    a.error_class = "router_failure";
-    a.message = std::string{to_string(r.outcome)} + " (exit "
-                + std::to_string(r.exit_code) + ")";
-    return a;
-  }
-  auto answer = parse_cli_output(family, r.out);
-  a.ok = answer.ok;
-  a.text = answer.text;
-  a.message = answer.error;
-  return a;
+auto answer = parse_cli_output(family, r.out);
+a.ok = answer.ok;
+a.text = answer.text;
+a.message = answer.error;
+return a;
 }
 
 void plan_and_claim(switchboard_ptr self, inbox_ref ref,
@@ -704,43 +674,25 @@ void plan_ready(switchboard_ptr self, inbox_ref ref, claim_result claim,
 }
 
 /// The cli router: the CLI runs on a detached actor of its own (its wait
-/// blocks); its answer is validated strictly, and anything wrong sends the
-/// request to general.
+/// blocks); anything wrong with its answer sends the request to general.
 void route_by_cli(switchboard_ptr self, inbox_ref ref, claim_result claim,
                   std::vector<registry_entry> entries) {
   auto& rc = self->state.routing.router;
-  auto family = rc.family;
-  subprocess_options opts;
-  opts.argv = rc.command.empty() ? default_command(family) : rc.command;
-  opts.stdin_data = cli_router_prompt(claim.record.normalized_text, entries);
-  opts.timeout = std::chrono::seconds{rc.timeout_s};
-  opts.max_output_bytes = rc.max_output_bytes;
-  opts.kill_grace = 1s;
   auto text = claim.record.normalized_text;
-  auto proc = std::make_shared<subprocess>(std::move(opts));
-  auto runner = self->spawn<caf::detached>(
-    [](caf::blocking_actor* b, std::shared_ptr<subprocess> proc,
-       cli_family family) {
-      b->receive([&](caf::get_atom) {
-        return run_cli_router(*proc, family);
-      });
-    },
-    proc, family);
+  auto run = start_cli_router(self, rc, text, entries);
   self
-    ->request(runner, std::chrono::seconds{rc.timeout_s} + 10s, caf::get_atom_v)
+    ->request(run.runner, std::chrono::seconds{rc.timeout_s} + 10s,
+              caf::get_atom_v)
     .then(
       [self, ref, claim, text, entries](adapter_result& a) mutable {
-        auto plan = plan_from_cli_answer(a.ok ? a.text : std::string{}, text,
-                                         entries);
-        if (!a.ok && a.error_class == "router_failure")
-          plan.fallback_reason = "router_failure: " + a.message;
-        plan_ready(self, std::move(ref), std::move(claim), std::move(plan));
+        plan_ready(self, std::move(ref), std::move(claim),
+                   plan_of_cli_run(&a, text, entries));
       },
-      [self, ref, claim, text, entries, proc](const caf::error&) mutable {
+      [self, ref, claim, text, entries,
+       proc = run.proc](const caf::error&) mutable {
         proc->cancel();
-        auto plan = plan_from_cli_answer("", text, entries);
-        plan.fallback_reason = "router_failure: no answer";
-        plan_ready(self, std::move(ref), std::move(claim), std::move(plan));
+        plan_ready(self, std::move(ref), std::move(claim),
+                   plan_of_cli_run(nullptr, text, entries));
       });
 }
 

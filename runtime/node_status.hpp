@@ -4,7 +4,6 @@
 #include <mutex>
 #include <string>
 
-
 namespace butlers {
 
 /// State that the HTTP threads read on every request without a round trip

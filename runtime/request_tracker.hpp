@@ -23,7 +23,6 @@
 #include "runtime/metrics.hpp"
 #include "runtime/resilience.hpp"
 #include "runtime/route.hpp"
-#include "runtime/router.hpp"
 
 namespace butlers {
 
@@ -83,6 +82,186 @@ struct finished_request {
   /// Dispatches of all rounds: keys the error reply, so a replayed request
   /// that fails again tells the user again.
   uint32_t attempts = 0;
+};
+
+/// A work item a butler should stop (best effort): an attempt we gave up on.
+struct work_cancel {
+  std::string butler;
+  std::string work_id;
+};
+
+/// What the switchboard must do after an event, in this order.
+struct tracker_actions {
+  /// Segment updates and dead letters, to the writer (fire and forget).
+  std::vector<named_statement> writes;
+  std::vector<dispatch_order> dispatches;
+  std::vector<retry_timer> retries;
+  std::vector<work_cancel> cancels;
+  std::vector<finished_request> finished;
+  /// A wait for room ended: the hot path may claim again.
+  bool room_freed = false;
+
+  bool empty() const {
+    return writes.empty() && dispatches.empty() && retries.empty()
+           && cancels.empty() && finished.empty() && !room_freed;
+  }
+};
+
+/// The switchboard's requests in progress (see the file comment).
+class request_tracker {
+ public:
+  using clock = std::chrono::steady_clock;
+
+  /// `metrics` must outlive the tracker (its counters are registered here).
+  request_tracker(const switchboard_config& cfg,
+                  std::vector<policy_config> policies,
+                  metrics_registry& metrics,
+                  uint64_t seed = std::random_device{}());
+
+  // -- the requests ---------------------------------------------------------
+
+  /// Tracks a request whose plan is stored (`rows`: the stored segments, as
+  /// `fanout_plan_store` returns them) and sends out what is ready. False
+  /// (and nothing tracked) when the stored plan has no segments. A request
+  /// tracked already (its lease lapsed, the cold path gave it back) is
+  /// replaced. `wall_now_us`: Unix microseconds, for the wall-clock budget.
+  bool start(inbox_ref ref, int64_t token, inbox_record record,
+             const named_result& rows, int64_t wall_now_us,
+             clock::time_point now, tracker_actions& out);
+
+  size_t size() const {
+    return requests_.size();
+  }
+
+  bool contains(const std::string& request_id) const {
+    return requests_.count(request_id) > 0;
+  }
+
+  /// The request, or null.
+  const tracked_request* find(const std::string& request_id) const;
+
+  /// Stops tracking a request (its terminal transition was written, or it
+  /// is no longer ours).
+  void forget(const std::string& request_id);
+
+  /// Stops tracking a request that is not finishing (its lease is gone);
+  /// false when there was none.
+  bool drop_unless_finishing(const std::string& request_id);
+
+  /// An operator cancelled or completed it: what runs for it stops, waits
+  /// end, and it is forgotten.
+  void cancel(const std::string& request_id, tracker_actions& out);
+
+  /// An operator retargeted a segment that has not gone out yet.
+  void reroute(const std::string& request_id, const std::string& segment_id,
+               const std::string& butler);
+
+  /// Lease renewals for every request tracked: (ref, token).
+  std::vector<std::pair<inbox_ref, int64_t>> leases() const;
+
+  // -- events -----------------------------------------------------------------
+
+  /// Butler accepted attempt `attempt_id`: it owns work item `work_id`, and
+  /// the attempt's route timeout starts.
+  void on_accepted(const std::string& request_id, const std::string& attempt_id,
+                   const std::string& work_id, clock::time_point now);
+
+  /// A full butler refused attempt `attempt_id` at its door
+  /// (`overload_rejected`): flow control, not a failure. The segment waits
+  /// for room and goes out again as the same attempt (using up neither
+  /// retries nor invocations) when that butler next reports an outcome, or
+  /// when a full-jitter timer fires in case none comes. The wall-clock
+  /// budget still bounds the wait.
+  void on_refused_full(const std::string& request_id,
+                       const std::string& attempt_id, std::string message,
+                       clock::time_point now, tracker_actions& out);
+
+  /// A final route_response (or the error the switchboard made for a
+  /// transport failure), `r.segment_id` naming the attempt.
+  void on_outcome(const route_response& r, clock::time_point now,
+                  tracker_actions& out);
+
+  /// A segment's backoff timer fired.
+  void on_retry(const std::string& request_id, const std::string& segment_id,
+                clock::time_point now, tracker_actions& out);
+
+  /// Expires attempts past their route timeout and requests past their
+  /// wall-clock budget (the switchboard's tick).
+  void expire_due(clock::time_point now, tracker_actions& out);
+
+  /// Butler `name` has (true) or has no (false) live host in the cluster:
+  /// releases or holds its circuit.
+  void on_host_change(const std::string& name, bool available,
+                      clock::time_point now);
+
+  // -- gating the hot path
+  // ------------------------------------------------------
+
+  /// Segments waiting for room at a full butler.
+  uint32_t waiting_count() const {
+    return waiting_count_;
+  }
+
+ private:
+  /// A segment waiting for room at a full butler; stale once the segment
+  /// has moved on (its `waits` changed, or it waits no longer).
+  struct waiting_entry {
+    std::string request_id;
+    std::string segment_id;
+    uint32_t wait = 0;
+  };
+
+  const policy_config& policy_for(const std::string& tier) const;
+  circuit_breaker& circuit(const std::string& butler);
+  void observe_circuit(const std::string& butler);
+  void persist(const std::string& request_id, const fanout_segment& seg,
+               const std::string& raw, bool log, tracker_actions& out) const;
+  void settle(const std::string& id, size_t i, const std::string& raw,
+              tracker_actions& out);
+  void set_waiting(fanout_segment& seg, bool on, tracker_actions& out);
+  fanout_segment* live_wait(const waiting_entry& e, const std::string& butler);
+  void wake_one(const std::string& butler, clock::time_point now,
+                tracker_actions& out);
+  void fail_attempt(const std::string& id, size_t i, std::string cls,
+                    std::string message, bool retryable, const std::string& raw,
+                    clock::time_point now, tracker_actions& out);
+  void dispatch(const std::string& id, size_t i, clock::time_point now,
+                tracker_actions& out);
+  void advance(const std::string& id, clock::time_point now,
+               tracker_actions& out);
+  void finish(const std::string& id, tracker_actions& out);
+  void expire_budget(tracked_request& rq, tracker_actions& out);
+  void expire_attempt(const std::string& id, const std::string& attempt_id,
+                      clock::time_point now, tracker_actions& out);
+  void count_in_progress();
+
+  switchboard_config cfg_;
+  std::vector<policy_config> policies_;
+  std::unordered_map<std::string, tracked_request> requests_;
+  /// Segments waiting for room, per butler, oldest first: the next one goes
+  /// out when that butler reports an outcome (a slot freed). Stale entries
+  /// are skipped when reached and swept when they outnumber the live ones.
+  std::map<std::string, std::deque<waiting_entry>> waiting_;
+  uint32_t waiting_count_ = 0;
+  /// A circuit per target butler.
+  std::map<std::string, circuit_breaker> circuits_;
+  std::mt19937_64 rng_;
+  metrics_registry& metrics_;
+  counter& retries_;
+  counter& dead_letters_;
+  counter& budget_exhausted_;
+  counter& route_timeouts_;
+  counter& overload_waits_;
+  gauge& segments_waiting_;
+  gauge& in_progress_;
+};
+
+/// The user-visible error reply (§8); empty when the request parsed.
+std::string reply;
+request_context context;
+/// Dispatches of all rounds: keys the error reply, so a replayed request
+/// that fails again tells the user again.
+uint32_t attempts = 0;
 };
 
 /// A work item a butler should stop (best effort): an attempt we gave up on.

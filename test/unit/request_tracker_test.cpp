@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "runtime/planning.hpp"
 #include "runtime/request_tracker.hpp"
 #include "runtime/uuid.hpp"
 
