@@ -98,13 +98,6 @@ void with_registry(switchboard_ptr self, const std::string& request_id,
 
 // -- the hot path -------------------------------------------------------------
 
-auto answer = parse_cli_output(family, r.out);
-a.ok = answer.ok;
-a.text = answer.text;
-a.message = answer.error;
-return a;
-}
-
 void plan_and_claim(switchboard_ptr self, inbox_ref ref,
                     std::shared_ptr<const inbox_record> record);
 void route_claimed(switchboard_ptr self, inbox_ref ref, claim_result claim);

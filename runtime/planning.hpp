@@ -19,4 +19,14 @@ routing_plan rules_plan(const std::string& text,
                         const std::vector<registry_entry>& entries,
                         double confidence_threshold);
 
+/// Applies hard policy (`[[router.rule]]`) to `plan`, numbers its segments
+/// ("seg-1", ...: a CLI router's own ids could collide with the attempt
+/// suffix) and makes the statement that stores it with the dispatches that
+/// start the fanout (or finds the stored plan). Returns the segments the
+/// policy retargeted.
+size_t make_plan_statement(const inbox_ref& ref, const inbox_record& record,
+                           const std::vector<routing_rule_config>& rules,
+                           const std::string& fanout_mode, routing_plan& plan,
+                           named_statement& out);
+
 } // namespace butlers
