@@ -258,13 +258,13 @@ std::vector<std::string> child_environment(
     if (!overridden(*e))
       out.emplace_back(*e);
   for (size_t i = 0; i < overrides.size(); ++i) {
-    auto& [key, value] = overrides[i];
+    auto& kv = overrides[i];
     bool later = std::any_of(overrides.begin() + i + 1, overrides.end(),
-                             [&](const auto& kv) {
-                               return kv.first == key;
+                             [&](const auto& other) {
+                               return other.first == kv.first;
                              });
     if (!later)
-      out.push_back(key + '=' + value);
+      out.push_back(kv.first + '=' + kv.second);
   }
   return out;
 }
@@ -281,6 +281,7 @@ const char* path_in(const std::vector<std::string>& env) {
 /// `xs` as the null-terminated array of C strings that execve() takes.
 std::vector<char*> null_terminated(std::vector<std::string>& xs) {
   std::vector<char*> out;
+  out.reserve(xs.size() + 1);
   for (auto& s : xs)
     out.push_back(s.data());
   out.push_back(nullptr);
