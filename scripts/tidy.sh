@@ -63,6 +63,7 @@ files=(actors/*.cpp runtime/*.cpp)
 # One log per file; a non-zero exit (a compile error) leaves a marker. The
 # build's -Werror would make clang's own warnings errors: they are reported
 # as warnings here, like the checks'.
+# shellcheck disable=SC2016 # expanded by the inner sh, from the exports
 printf '%s\n' "${files[@]}" | xargs -P "${TIDY_JOBS:-2}" -I{} sh -c '
   log="$logs/$(echo "$1" | tr / _).log"
   clang-tidy -p "$build" --quiet --extra-arg=-Wno-error "$1" >"$log" 2>&1 \
