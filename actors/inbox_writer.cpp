@@ -514,6 +514,78 @@ caf::result<std::vector<append_result>> submit_appends(
   return reply->rp;
 }
 
+/// The writer's metrics, registered once.
+void register_metrics(inbox_writer_state& st) {
+  auto& m = st.ctx->metrics;
+  st.commits = &m.get_counter("butlers_inbox_writer_commits_total",
+                              "Group-commit transactions");
+  st.appended = &m.get_counter("butlers_inbox_writer_rows_total",
+                               "Batched writes by kind", "op=\"append\"");
+  st.claimed = &m.get_counter("butlers_inbox_writer_rows_total",
+                              "Batched writes by kind", "op=\"claim\"");
+  st.completed = &m.get_counter("butlers_inbox_writer_rows_total",
+                                "Batched writes by kind", "op=\"complete\"");
+  st.worked = &m.get_counter("butlers_inbox_writer_rows_total",
+                             "Batched writes by kind", "op=\"work\"");
+  st.named_rows = &m.get_counter("butlers_inbox_writer_rows_total",
+                                 "Batched writes by kind", "op=\"named\"");
+  st.unavailable = &m.get_counter("butlers_inbox_writer_unavailable_total",
+                                  "Writes answered database_unavailable");
+  st.batch_sizes = &m.get_histogram("butlers_inbox_writer_batch_size",
+                                    "Writes per group commit",
+                                    {1, 2, 4, 8, 16, 32, 64, 128, 256, 512,
+                                     1024, 4096});
+  st.flush_ms = &m.get_histogram("butlers_inbox_writer_flush_latency_ms",
+                                 "Duration of one group commit");
+  st.connections_up = &m.get_gauge("butlers_inbox_writer_connections_up",
+                                   "Writer connections that are up");
+}
+
+/// Fails every write that waits: with no connection up, nothing can write
+/// it, and a caller must never hang.
+void fail_waiting(inbox_writer_state& st, const caf::error& err) {
+  deliver(st.pending_waiters, err);
+  st.pending = write_batch{};
+  st.pending_waiters = batch_waiters{};
+  for (auto& lane : st.lanes) {
+    for (auto& w : lane.waiters)
+      deliver(w, err);
+    lane.pending.clear();
+    lane.waiters.clear();
+  }
+}
+
+/// Connection `index` went up or down (`why`): updates the status the node
+/// reports, and fails the waiting writes when none is left or dispatches
+/// them when one came up.
+void connection_changed(writer_ptr self, uint32_t index, bool is_up,
+                        const std::string& why) {
+  auto& st = self->state;
+  if (index >= st.up.size())
+    return;
+  bool was_ready = st.ctx->status.database_ready;
+  st.up[index] = is_up;
+  if (!is_up)
+    st.last_error = why;
+  if (index == 0 && is_up)
+    st.primed = true;
+  auto n_up = st.primed ? std::count(st.up.begin(), st.up.end(), true) : 0;
+  st.connections_up->set(n_up);
+  st.status.connected = n_up > 0;
+  st.status.migrated = st.primed;
+  st.status.last_error = n_up > 0 ? std::string{} : st.last_error;
+  st.ctx->status.database_ready = n_up > 0;
+  st.ctx->status.set_database_error(st.status.last_error);
+  if (n_up == 0) {
+    fail_waiting(st, caf::error{butlers_errc::database_unavailable,
+                                "database unavailable: " + st.last_error});
+  } else if (is_up) {
+    if (!was_ready)
+      spdlog::info("database ready");
+    dispatch(self);
+  }
+}
+
 } // namespace
 
 inbox_writer_actor::behavior_type inbox_writer(
@@ -538,29 +610,7 @@ inbox_writer_actor::behavior_type inbox_writer_with(
   st.cfg = std::move(cfg);
   st.ctx = std::move(ctx);
   st.last_error = "not connected yet";
-  auto& m = st.ctx->metrics;
-  st.commits = &m.get_counter("butlers_inbox_writer_commits_total",
-                              "Group-commit transactions");
-  st.appended = &m.get_counter("butlers_inbox_writer_rows_total",
-                               "Batched writes by kind", "op=\"append\"");
-  st.claimed = &m.get_counter("butlers_inbox_writer_rows_total",
-                              "Batched writes by kind", "op=\"claim\"");
-  st.completed = &m.get_counter("butlers_inbox_writer_rows_total",
-                                "Batched writes by kind", "op=\"complete\"");
-  st.worked = &m.get_counter("butlers_inbox_writer_rows_total",
-                             "Batched writes by kind", "op=\"work\"");
-  st.named_rows = &m.get_counter("butlers_inbox_writer_rows_total",
-                                 "Batched writes by kind", "op=\"named\"");
-  st.unavailable = &m.get_counter("butlers_inbox_writer_unavailable_total",
-                                  "Writes answered database_unavailable");
-  st.batch_sizes = &m.get_histogram("butlers_inbox_writer_batch_size",
-                                    "Writes per group commit",
-                                    {1, 2, 4, 8, 16, 32, 64, 128, 256, 512,
-                                     1024, 4096});
-  st.flush_ms = &m.get_histogram("butlers_inbox_writer_flush_latency_ms",
-                                 "Duration of one group commit");
-  st.connections_up = &m.get_gauge("butlers_inbox_writer_connections_up",
-                                   "Writer connections that are up");
+  register_metrics(st);
   auto n = std::max<uint32_t>(1, st.cfg.writer_connections);
   // With two or more connections, at least one carries appends alone.
   auto lanes = n == 1 ? 1 : std::clamp<uint32_t>(st.cfg.lanes, 1, n - 1);
@@ -603,40 +653,7 @@ inbox_writer_actor::behavior_type inbox_writer_with(
       dispatch(self);
     },
     [self](link_atom, uint32_t index, bool is_up, const std::string& why) {
-      auto& st = self->state;
-      if (index >= st.up.size())
-        return;
-      bool was_ready = st.ctx->status.database_ready;
-      st.up[index] = is_up;
-      if (!is_up)
-        st.last_error = why;
-      if (index == 0 && is_up)
-        st.primed = true;
-      auto n_up = st.primed ? std::count(st.up.begin(), st.up.end(), true) : 0;
-      st.connections_up->set(n_up);
-      st.status.connected = n_up > 0;
-      st.status.migrated = st.primed;
-      st.status.last_error = n_up > 0 ? std::string{} : st.last_error;
-      st.ctx->status.database_ready = n_up > 0;
-      st.ctx->status.set_database_error(st.status.last_error);
-      if (n_up == 0) {
-        // Nothing can write the pending work: fail it now, never hang.
-        caf::error err{butlers_errc::database_unavailable,
-                       "database unavailable: " + st.last_error};
-        deliver(st.pending_waiters, err);
-        st.pending = write_batch{};
-        st.pending_waiters = batch_waiters{};
-        for (auto& lane : st.lanes) {
-          for (auto& w : lane.waiters)
-            deliver(w, err);
-          lane.pending.clear();
-          lane.waiters.clear();
-        }
-      } else if (is_up) {
-        if (!was_ready)
-          spdlog::info("database ready");
-        dispatch(self);
-      }
+      connection_changed(self, index, is_up, why);
     },
   };
 }

@@ -162,7 +162,8 @@ registry_actor::behavior_type registry(
         auto& e = entries[k];
         e.node = node;
         e.status = "active";
-        st.butlers[e.name].push_back(
+        auto& hosts = st.butlers[e.name];
+        hosts.push_back(
           registry_state::slot{std::move(e), std::move(handles[k])});
       }
       return changed(self, before);

@@ -251,129 +251,170 @@ class schema::compiler {
       auto key = view(member.name);
       const auto& x = member.value;
       auto at = path + "/" + escape_token(key);
-      bool is_constraint = true;
-      if (key == "$schema") {
-        is_constraint = false;
-        if (!x.IsString())
-          fail(at, "$schema must be a string");
-        auto uri = view(x);
-        if (uri.substr(0, draft04_uri.size()) != draft04_uri
-            || uri.size() > draft04_uri.size() + 1)
-          fail(at, "only draft-04 is supported, not " + std::string{uri});
-      } else if (key == "id" || key == "title" || key == "description"
-                 || key == "format") {
-        is_constraint = false;
-        if (!x.IsString())
-          fail(at, std::string{key} + " must be a string");
-      } else if (key == "default") {
-        is_constraint = false;
-      } else if (key == "definitions") {
-        is_constraint = false;
-        if (!x.IsObject())
-          fail(at, "definitions must be an object");
-        for (auto& def : x.GetObject())
-          compile(def.value, at + "/" + escape_token(view(def.name)));
-      } else if (key == "$ref") {
-        is_constraint = false;
-        if (!x.IsString() || view(x).substr(0, 14) != "#/definitions/")
-          fail(at, "$ref must point into '#/definitions/'");
-        n->ref = std::string{view(x)};
-      } else if (key == "type") {
-        if (x.IsArray()) {
-          if (x.Empty())
-            fail(at, "type must not be empty");
-          for (auto& t : x.GetArray())
-            n->types |= to_type_bit(t, at);
-        } else {
-          n->types = to_type_bit(x, at);
-        }
-      } else if (key == "enum") {
-        if (!x.IsArray() || x.Empty())
-          fail(at, "enum must be a non-empty array");
-        n->enum_values = &x;
-      } else if (key == "required") {
-        if (!x.IsArray() || x.Empty())
-          fail(at, "required must be a non-empty array of strings");
-        for (auto& name : x.GetArray()) {
-          if (!name.IsString())
-            fail(at, "required must be a non-empty array of strings");
-          n->required.emplace_back(view(name));
-        }
-      } else if (key == "properties") {
-        if (!x.IsObject())
-          fail(at, "properties must be an object");
-        for (auto& prop : x.GetObject()) {
-          auto name = view(prop.name);
-          n->properties.emplace(std::string{name},
-                                compile(prop.value,
-                                        at + "/" + escape_token(name)));
-        }
-      } else if (key == "patternProperties") {
-        if (!x.IsObject())
-          fail(at, "patternProperties must be an object");
-        for (auto& prop : x.GetObject()) {
-          auto sub_path = at + "/" + escape_token(view(prop.name));
-          auto regex = to_regex(prop.name, sub_path);
-          n->pattern_properties.push_back({std::string{view(prop.name)},
-                                           std::move(regex),
-                                           compile(prop.value, sub_path)});
-        }
-      } else if (key == "additionalProperties") {
-        if (x.IsBool())
-          n->additional_allowed = x.GetBool();
-        else
-          n->additional = compile(x, at);
-      } else if (key == "items") {
-        if (!x.IsObject())
-          fail(at, "items must be a single schema (tuple form unsupported)");
-        n->items = compile(x, at);
-      } else if (key == "minItems") {
-        n->min_items = to_size(x, at, key);
-      } else if (key == "maxItems") {
-        n->max_items = to_size(x, at, key);
-      } else if (key == "minLength") {
-        n->min_length = to_size(x, at, key);
-      } else if (key == "maxLength") {
-        n->max_length = to_size(x, at, key);
-      } else if (key == "pattern") {
-        if (!x.IsString())
-          fail(at, "pattern must be a string");
-        n->pattern_source = std::string{view(x)};
-        n->pattern = to_regex(x, at);
-      } else if (key == "minimum") {
-        n->minimum = to_number(x, at, key);
-      } else if (key == "maximum") {
-        n->maximum = to_number(x, at, key);
-      } else if (key == "exclusiveMinimum" || key == "exclusiveMaximum") {
-        if (!x.IsBool())
-          fail(at, std::string{key} + " must be a boolean (draft-04)");
-        (key == "exclusiveMinimum" ? n->exclusive_minimum
-                                   : n->exclusive_maximum)
-          = x.GetBool();
-      } else if (key == "allOf") {
-        n->all_of = compile_list(x, at, key);
-      } else if (key == "anyOf") {
-        n->any_of = compile_list(x, at, key);
-      } else if (key == "oneOf") {
-        n->one_of = compile_list(x, at, key);
-      } else if (key == "not") {
-        n->negated = compile(x, at);
-      } else {
+      if (compile_annotation(*n, key, x, at))
+        continue;
+      if (!compile_structure(*n, key, x, at) && !compile_bound(*n, key, x, at)
+          && !compile_combinator(*n, key, x, at))
         fail(path, "unknown or unsupported keyword '" + std::string{key} + "'");
-      }
-      if (is_constraint && constraint.empty())
+      if (constraint.empty())
         constraint = std::string{key};
     }
-    if (!n->ref.empty() && !constraint.empty())
+    check_node(*n, constraint);
+    return n;
+  }
+
+  /// Keywords that constrain nothing themselves (a $ref may stand beside
+  /// them); false when `key` is none of them.
+  bool compile_annotation(node& n, std::string_view key,
+                          const rapidjson::Value& x, const std::string& at) {
+    if (key == "$schema") {
+      if (!x.IsString())
+        fail(at, "$schema must be a string");
+      auto uri = view(x);
+      if (uri.substr(0, draft04_uri.size()) != draft04_uri
+          || uri.size() > draft04_uri.size() + 1)
+        fail(at, "only draft-04 is supported, not " + std::string{uri});
+    } else if (key == "id" || key == "title" || key == "description"
+               || key == "format") {
+      if (!x.IsString())
+        fail(at, std::string{key} + " must be a string");
+    } else if (key == "default") {
+      // an annotation: nothing to check
+    } else if (key == "definitions") {
+      if (!x.IsObject())
+        fail(at, "definitions must be an object");
+      for (auto& def : x.GetObject())
+        compile(def.value, at + "/" + escape_token(view(def.name)));
+    } else if (key == "$ref") {
+      if (!x.IsString() || view(x).substr(0, 14) != "#/definitions/")
+        fail(at, "$ref must point into '#/definitions/'");
+      n.ref = std::string{view(x)};
+    } else {
+      return false;
+    }
+    return true;
+  }
+
+  /// Keywords about the instance's type, values and object members; false
+  /// when `key` is none of them.
+  bool compile_structure(node& n, std::string_view key,
+                         const rapidjson::Value& x, const std::string& at) {
+    if (key == "type") {
+      if (x.IsArray()) {
+        if (x.Empty())
+          fail(at, "type must not be empty");
+        for (auto& t : x.GetArray())
+          n.types |= to_type_bit(t, at);
+      } else {
+        n.types = to_type_bit(x, at);
+      }
+    } else if (key == "enum") {
+      if (!x.IsArray() || x.Empty())
+        fail(at, "enum must be a non-empty array");
+      n.enum_values = &x;
+    } else if (key == "required") {
+      if (!x.IsArray() || x.Empty())
+        fail(at, "required must be a non-empty array of strings");
+      for (auto& name : x.GetArray()) {
+        if (!name.IsString())
+          fail(at, "required must be a non-empty array of strings");
+        n.required.emplace_back(view(name));
+      }
+    } else if (key == "properties") {
+      if (!x.IsObject())
+        fail(at, "properties must be an object");
+      for (auto& prop : x.GetObject()) {
+        auto name = view(prop.name);
+        n.properties.emplace(std::string{name},
+                             compile(prop.value,
+                                     at + "/" + escape_token(name)));
+      }
+    } else if (key == "patternProperties") {
+      if (!x.IsObject())
+        fail(at, "patternProperties must be an object");
+      for (auto& prop : x.GetObject()) {
+        auto sub_path = at + "/" + escape_token(view(prop.name));
+        auto regex = to_regex(prop.name, sub_path);
+        n.pattern_properties.push_back({std::string{view(prop.name)},
+                                        std::move(regex),
+                                        compile(prop.value, sub_path)});
+      }
+    } else if (key == "additionalProperties") {
+      if (x.IsBool())
+        n.additional_allowed = x.GetBool();
+      else
+        n.additional = compile(x, at);
+    } else {
+      return false;
+    }
+    return true;
+  }
+
+  /// Keywords that bound an array, a string or a number; false when `key`
+  /// is none of them.
+  bool compile_bound(node& n, std::string_view key, const rapidjson::Value& x,
+                     const std::string& at) {
+    if (key == "items") {
+      if (!x.IsObject())
+        fail(at, "items must be a single schema (tuple form unsupported)");
+      n.items = compile(x, at);
+    } else if (key == "minItems") {
+      n.min_items = to_size(x, at, key);
+    } else if (key == "maxItems") {
+      n.max_items = to_size(x, at, key);
+    } else if (key == "minLength") {
+      n.min_length = to_size(x, at, key);
+    } else if (key == "maxLength") {
+      n.max_length = to_size(x, at, key);
+    } else if (key == "pattern") {
+      if (!x.IsString())
+        fail(at, "pattern must be a string");
+      n.pattern_source = std::string{view(x)};
+      n.pattern = to_regex(x, at);
+    } else if (key == "minimum") {
+      n.minimum = to_number(x, at, key);
+    } else if (key == "maximum") {
+      n.maximum = to_number(x, at, key);
+    } else if (key == "exclusiveMinimum" || key == "exclusiveMaximum") {
+      if (!x.IsBool())
+        fail(at, std::string{key} + " must be a boolean (draft-04)");
+      (key == "exclusiveMinimum" ? n.exclusive_minimum : n.exclusive_maximum)
+        = x.GetBool();
+    } else {
+      return false;
+    }
+    return true;
+  }
+
+  /// Keywords that combine subschemas; false when `key` is none of them.
+  bool compile_combinator(node& n, std::string_view key,
+                          const rapidjson::Value& x, const std::string& at) {
+    if (key == "allOf")
+      n.all_of = compile_list(x, at, key);
+    else if (key == "anyOf")
+      n.any_of = compile_list(x, at, key);
+    else if (key == "oneOf")
+      n.one_of = compile_list(x, at, key);
+    else if (key == "not")
+      n.negated = compile(x, at);
+    else
+      return false;
+    return true;
+  }
+
+  /// Rejects keyword combinations that would not be enforced as written;
+  /// `constraint` is the first constraining keyword of `n`, if any.
+  void check_node(const node& n, const std::string& constraint) {
+    const auto& path = n.path;
+    if (!n.ref.empty() && !constraint.empty())
       fail(path, "'" + constraint + "' beside $ref would be ignored");
-    if (n->exclusive_minimum && !n->minimum)
+    if (n.exclusive_minimum && !n.minimum)
       fail(path, "exclusiveMinimum needs minimum");
-    if (n->exclusive_maximum && !n->maximum)
+    if (n.exclusive_maximum && !n.maximum)
       fail(path, "exclusiveMaximum needs maximum");
-    if (n->pattern && (!n->max_length || *n->max_length > max_pattern_length))
+    if (n.pattern && (!n.max_length || *n.max_length > max_pattern_length))
       fail(path, "pattern needs a maxLength of at most "
                    + std::to_string(max_pattern_length) + " beside it");
-    return n;
   }
 
   void resolve_refs() {

@@ -242,6 +242,106 @@ void read_once(int& fd, char* buf, Sink&& sink) {
     close_fd(fd);
 }
 
+/// The child's environment: ours, with the `overrides` (the last one of a
+/// name wins).
+std::vector<std::string> child_environment(
+  const std::vector<std::pair<std::string, std::string>>& overrides) {
+  auto overridden = [&](std::string_view entry) {
+    auto key = entry.substr(0, entry.find('='));
+    return std::any_of(overrides.begin(), overrides.end(),
+                       [key](const auto& kv) {
+                         return kv.first == key;
+                       });
+  };
+  std::vector<std::string> out;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e)
+    if (!overridden(*e))
+      out.emplace_back(*e);
+  for (size_t i = 0; i < overrides.size(); ++i) {
+    auto& kv = overrides[i];
+    bool later = std::any_of(overrides.begin() + i + 1, overrides.end(),
+                             [&](const auto& other) {
+                               return other.first == kv.first;
+                             });
+    if (!later)
+      out.push_back(kv.first + '=' + kv.second);
+  }
+  return out;
+}
+
+/// The value of the last PATH in `env`, or nullptr.
+const char* path_in(const std::vector<std::string>& env) {
+  const char* path = nullptr;
+  for (auto& s : env)
+    if (s.compare(0, 5, "PATH=") == 0)
+      path = s.c_str() + 5;
+  return path;
+}
+
+/// `xs` as the null-terminated array of C strings that execve() takes.
+std::vector<char*> null_terminated(std::vector<std::string>& xs) {
+  std::vector<char*> out;
+  out.reserve(xs.size() + 1);
+  for (auto& s : xs)
+    out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+/// The descriptor limit for the child's close loop when close_range() is
+/// unavailable.
+int max_descriptor() {
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY)
+    return static_cast<int>(std::min<rlim_t>(lim.rlim_cur, 1 << 16));
+  return 1024;
+}
+
+/// The child's stdio pipes and the pipe on which it reports a failed
+/// exec; [0] is the read end.
+struct child_pipes {
+  int in[2] = {-1, -1};
+  int out[2] = {-1, -1};
+  int err[2] = {-1, -1};
+  int report[2] = {-1, -1};
+
+  /// False (with errno set) if one could not be made.
+  bool open() {
+    return make_pipe(in) && make_pipe(out) && make_pipe(err)
+           && make_pipe(report);
+  }
+
+  /// After the fork: the ends that are the child's.
+  void close_child_ends() {
+    close_fd(in[0]);
+    close_fd(out[1]);
+    close_fd(err[1]);
+    close_fd(report[1]);
+  }
+
+  void close_all() {
+    for (int* p : {in, out, err, report}) {
+      close_fd(p[0]);
+      close_fd(p[1]);
+    }
+  }
+};
+
+/// Waits for the child's exec and closes `fd`: EOF means it succeeded
+/// (the exec closed the pipe); a message is the stage that failed and its
+/// errno.
+std::optional<std::pair<int, int>> exec_failure(int& fd) {
+  int msg[2] = {0, 0};
+  ssize_t n;
+  do {
+    n = ::read(fd, msg, sizeof(msg));
+  } while (n < 0 && errno == EINTR);
+  close_fd(fd);
+  if (n != static_cast<ssize_t>(sizeof(msg)))
+    return std::nullopt;
+  return std::make_pair(msg[0], msg[1]);
+}
+
 } // namespace
 
 const char* to_string(subprocess_outcome x) {
@@ -303,117 +403,61 @@ void subprocess::spawn() {
     return fail("eventfd: " + errno_text(errno));
   if (opts_.argv.empty())
     return fail("no program given (empty argv)");
-  // The child's environment: ours, with the overrides (the last one wins).
-  auto overridden = [this](std::string_view entry) {
-    auto eq = entry.find('=');
-    auto key = entry.substr(0, eq);
-    return std::any_of(opts_.env.begin(), opts_.env.end(),
-                       [key](const auto& kv) {
-                         return kv.first == key;
-                       });
-  };
-  std::vector<std::string> env_strings;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e)
-    if (!overridden(*e))
-      env_strings.emplace_back(*e);
-  for (size_t i = 0; i < opts_.env.size(); ++i) {
-    auto& [key, value] = opts_.env[i];
-    bool later = std::any_of(opts_.env.begin() + i + 1, opts_.env.end(),
-                             [&](const auto& kv) {
-                               return kv.first == key;
-                             });
-    if (!later)
-      env_strings.push_back(key + '=' + value);
-  }
-  const char* child_path = nullptr;
-  std::vector<char*> envp;
-  for (auto& s : env_strings) {
-    if (s.compare(0, 5, "PATH=") == 0)
-      child_path = s.c_str() + 5;
-    envp.push_back(s.data());
-  }
-  envp.push_back(nullptr);
+  auto env_strings = child_environment(opts_.env);
+  auto envp = null_terminated(env_strings);
   int err = 0;
-  auto program = find_program(opts_.argv[0], child_path, err);
+  auto program = find_program(opts_.argv[0], path_in(env_strings), err);
   if (program.empty())
     return fail("exec " + opts_.argv[0] + ": " + errno_text(err)
                 + " (searched PATH)");
-  std::vector<char*> argv;
-  for (auto& s : opts_.argv)
-    argv.push_back(const_cast<char*>(s.c_str()));
-  argv.push_back(nullptr);
-  int in[2] = {-1, -1};
-  int out[2] = {-1, -1};
-  int errp[2] = {-1, -1};
-  int report[2] = {-1, -1};
-  auto close_all = [&] {
-    for (int* p : {in, out, errp, report}) {
-      close_fd(p[0]);
-      close_fd(p[1]);
-    }
-  };
-  if (!make_pipe(in) || !make_pipe(out) || !make_pipe(errp)
-      || !make_pipe(report)) {
+  auto argv = null_terminated(opts_.argv);
+  child_pipes pipes;
+  if (!pipes.open()) {
     auto what = "pipe: " + errno_text(errno);
-    close_all();
+    pipes.close_all();
     return fail(std::move(what));
   }
-  rlimit lim{};
-  int max_fd = 1024;
-  if (::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY)
-    max_fd = static_cast<int>(std::min<rlim_t>(lim.rlim_cur, 1 << 16));
   child_setup setup{program.c_str(),
                     argv.data(),
                     envp.data(),
                     opts_.working_dir.empty() ? nullptr
                                               : opts_.working_dir.c_str(),
-                    in[0],
-                    out[1],
-                    errp[1],
-                    report[1],
-                    max_fd};
+                    pipes.in[0],
+                    pipes.out[1],
+                    pipes.err[1],
+                    pipes.report[1],
+                    max_descriptor()};
   auto pid = ::fork();
   if (pid == 0)
     run_child(setup);
   if (pid < 0) {
     auto what = "fork: " + errno_text(errno);
-    close_all();
+    pipes.close_all();
     return fail(std::move(what));
   }
   // Also from this side, so the group exists whichever of us runs first
   // (EACCES once the child has exec'd is fine).
   ::setpgid(pid, pid);
-  close_fd(in[0]);
-  close_fd(out[1]);
-  close_fd(errp[1]);
-  close_fd(report[1]);
-  // EOF: the exec succeeded and closed the pipe; a message: it failed.
-  int msg[2] = {0, 0};
-  ssize_t n;
-  do {
-    n = ::read(report[0], msg, sizeof(msg));
-  } while (n < 0 && errno == EINTR);
-  close_fd(report[0]);
-  if (n == static_cast<ssize_t>(sizeof(msg))) {
+  pipes.close_child_ends();
+  if (auto failed = exec_failure(pipes.report[0])) {
     while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
       // retry
     }
-    close_all();
-    switch (msg[0]) {
+    pipes.close_all();
+    auto [stage, code] = *failed;
+    switch (stage) {
       case stage_chdir:
-        return fail("chdir " + opts_.working_dir + ": " + errno_text(msg[1]));
-      case stage_exec:
-        return fail("exec " + program + ": " + errno_text(msg[1]));
-      default:
-        return fail("setting up the child's stdio: " + errno_text(msg[1]));
+        return fail("chdir " + opts_.working_dir + ": " + errno_text(code));
+      case stage_exec: return fail("exec " + program + ": " + errno_text(code));
+      default: return fail("setting up the child's stdio: " + errno_text(code));
     }
   }
   pid_ = pid;
   reaped_ = false;
   result_.pid = pid;
-  stdin_fd_ = in[1];
-  stdout_fd_ = out[0];
-  stderr_fd_ = errp[0];
+  stdin_fd_ = pipes.in[1];
+  stdout_fd_ = pipes.out[0];
+  stderr_fd_ = pipes.err[0];
   set_nonblocking(stdin_fd_);
   set_nonblocking(stdout_fd_);
   set_nonblocking(stderr_fd_);
@@ -421,78 +465,198 @@ void subprocess::spawn() {
     close_fd(stdin_fd_);
 }
 
-subprocess_result subprocess::wait() {
-  if (waited_ || reaped_)
-    return result_;
-  waited_ = true;
-  sigpipe_guard guard;
-  int pidfd = open_pidfd(pid_);
-  auto deadline = after(started_, opts_.timeout);
-  std::optional<subprocess_outcome> reason; // why we kill it, if we do
-  clock_type::time_point kill_at;           // SIGKILL due after SIGTERM
-  bool term_sent = false;
-  bool kill_sent = false;
-  bool leader_exited = false;
-  bool reaped_elsewhere = false;
-  size_t stdin_off = 0;
-  std::vector<char> buf(chunk_size);
-  auto& out = result_.out;
-  auto& err = result_.err;
-  auto take_stdout = [&](const char* p, size_t n) {
-    auto room = opts_.max_output_bytes - out.size();
-    if (n > room) {
-      out.append(p, room);
-      if (!reason)
-        reason = subprocess_outcome::output_limit;
-    } else {
-      out.append(p, n);
+class subprocess::waiter {
+ public:
+  explicit waiter(subprocess& p)
+    : p_(p), pidfd_(open_pidfd(p.pid_)),
+      deadline_(after(p.started_, p.opts_.timeout)), buf_(chunk_size) {
+    // nop
+  }
+
+  waiter(const waiter&) = delete;
+  waiter& operator=(const waiter&) = delete;
+
+  /// Feeds stdin and reads stdout and stderr until the leader exits,
+  /// sending SIGTERM and then SIGKILL to the group once there is a reason.
+  void run() {
+    while (!leader_exited_) {
+      escalate(clock_type::now());
+      poll_once();
+      check_leader();
     }
-  };
-  auto take_stderr = [&](const char* p, size_t n) {
-    err.append(p, n);
-    // Trim rarely: only once the tail is twice the cap.
-    if (err.size() > 2 * opts_.max_stderr_bytes)
-      err.erase(0, err.size() - opts_.max_stderr_bytes);
-  };
-  auto write_stdin = [&] {
-    auto left = opts_.stdin_data.size() - stdin_off;
-    auto n = ::write(stdin_fd_, opts_.stdin_data.data() + stdin_off,
+  }
+
+  /// The leader is gone: ends the rest of its group. What it left behind
+  /// gets SIGTERM (unless it already did) and, once the pipes close or the
+  /// grace runs out, SIGKILL. Well-behaved CLIs leave nothing, and then the
+  /// pipes are at EOF at once.
+  void end_group() {
+    close_fd(p_.stdin_fd_);
+    if (!term_sent_) {
+      signal_group(SIGTERM);
+      kill_at_ = after(clock_type::now(), p_.opts_.kill_grace);
+    }
+    if (!kill_sent_)
+      drain(kill_at_);
+    signal_group(SIGKILL);
+    drain(clock_type::now() + final_drain_limit);
+    p_.close_fds();
+    close_fd(pidfd_);
+    auto& err = p_.result_.err;
+    if (err.size() > p_.opts_.max_stderr_bytes)
+      err.erase(0, err.size() - p_.opts_.max_stderr_bytes);
+  }
+
+  /// Why we killed the child, if we did.
+  std::optional<subprocess_outcome> reason() const {
+    return reason_;
+  }
+
+  /// The leader was reaped by someone else (or SIGCHLD is ignored): its
+  /// exit status is lost.
+  bool reaped_elsewhere() const {
+    return reaped_elsewhere_;
+  }
+
+ private:
+  /// Decides whether to kill (cancel, timeout) and sends SIGTERM, then
+  /// SIGKILL after the grace.
+  void escalate(clock_type::time_point now) {
+    if (!reason_) {
+      if (p_.cancelled_.load())
+        reason_ = subprocess_outcome::cancelled;
+      else if (now >= deadline_)
+        reason_ = subprocess_outcome::timed_out;
+    }
+    if (reason_ && !term_sent_) {
+      signal_group(SIGTERM);
+      term_sent_ = true;
+      kill_at_ = after(now, p_.opts_.kill_grace);
+      close_fd(p_.stdin_fd_);
+    }
+    if (term_sent_ && !kill_sent_ && now >= kill_at_) {
+      signal_group(SIGKILL);
+      kill_sent_ = true;
+    }
+  }
+
+  /// One poll() over the pipes, the pidfd and the cancel eventfd, until the
+  /// next deadline; then serves the pipes that are ready.
+  void poll_once() {
+    pollfd fds[5];
+    nfds_t nfds = 0;
+    auto add = [&](int fd, short events) {
+      if (fd >= 0)
+        fds[nfds++] = pollfd{fd, events, 0};
+    };
+    add(p_.stdin_fd_, POLLOUT);
+    add(p_.stdout_fd_, POLLIN);
+    add(p_.stderr_fd_, POLLIN);
+    add(pidfd_, POLLIN);
+    if (!reason_)
+      add(p_.cancel_fd_, POLLIN); // stays readable once written
+    int rc = ::poll(fds, nfds, poll_timeout());
+    if (rc < 0 && errno != EINTR) {
+      // Cannot wait any more: treat it like a timeout.
+      if (!reason_)
+        reason_ = subprocess_outcome::timed_out;
+    }
+    if (rc <= 0)
+      return;
+    for (nfds_t i = 0; i < nfds; ++i) {
+      if (fds[i].revents == 0)
+        continue;
+      if (fds[i].fd == p_.stdin_fd_)
+        write_stdin();
+      else if (fds[i].fd == p_.stdout_fd_)
+        read_stdout();
+      else if (fds[i].fd == p_.stderr_fd_)
+        read_stderr();
+    }
+  }
+
+  /// Milliseconds until the next deadline, SIGKILL or exit check; -1: none.
+  int poll_timeout() const {
+    int timeout = -1;
+    auto earlier = [&](int ms) {
+      timeout = timeout < 0 ? ms : std::min(timeout, ms);
+    };
+    if (!reason_)
+      earlier(remaining_ms(deadline_));
+    if (term_sent_ && !kill_sent_)
+      earlier(remaining_ms(kill_at_));
+    if (pidfd_ < 0)
+      earlier(static_cast<int>(exit_poll_interval.count()));
+    return timeout;
+  }
+
+  void read_stdout() {
+    read_once(p_.stdout_fd_, buf_.data(), [this](const char* p, size_t n) {
+      auto& out = p_.result_.out;
+      auto room = p_.opts_.max_output_bytes - out.size();
+      if (n > room) {
+        out.append(p, room);
+        if (!reason_)
+          reason_ = subprocess_outcome::output_limit;
+      } else {
+        out.append(p, n);
+      }
+    });
+  }
+
+  void read_stderr() {
+    read_once(p_.stderr_fd_, buf_.data(), [this](const char* p, size_t n) {
+      auto& err = p_.result_.err;
+      err.append(p, n);
+      // Trim rarely: only once the tail is twice the cap.
+      if (err.size() > 2 * p_.opts_.max_stderr_bytes)
+        err.erase(0, err.size() - p_.opts_.max_stderr_bytes);
+    });
+  }
+
+  void write_stdin() {
+    auto& data = p_.opts_.stdin_data;
+    auto left = data.size() - stdin_off_;
+    auto n = ::write(p_.stdin_fd_, data.data() + stdin_off_,
                      std::min(left, chunk_size));
     if (n >= 0) {
-      stdin_off += static_cast<size_t>(n);
-      if (stdin_off == opts_.stdin_data.size())
-        close_fd(stdin_fd_);
+      stdin_off_ += static_cast<size_t>(n);
+      if (stdin_off_ == data.size())
+        close_fd(p_.stdin_fd_);
     } else if (errno == EPIPE) {
-      guard.raised();
-      close_fd(stdin_fd_); // it stopped reading; not an error of ours
+      guard_.raised();
+      close_fd(p_.stdin_fd_); // it stopped reading; not an error of ours
     } else if (errno != EAGAIN && errno != EINTR) {
-      close_fd(stdin_fd_);
+      close_fd(p_.stdin_fd_);
     }
-  };
-  auto check_leader = [&] {
+  }
+
+  void check_leader() {
     siginfo_t info;
     std::memset(&info, 0, sizeof(info));
     // WNOWAIT leaves it a zombie: its pid, which is the group's id, cannot
     // be reused while we still signal the group.
-    if (::waitid(P_PID, static_cast<id_t>(pid_), &info,
+    if (::waitid(P_PID, static_cast<id_t>(p_.pid_), &info,
                  WEXITED | WNOHANG | WNOWAIT)
         == 0) {
-      leader_exited = info.si_pid == pid_;
+      leader_exited_ = info.si_pid == p_.pid_;
     } else if (errno == ECHILD) {
-      leader_exited = true; // SIGCHLD ignored, or someone else reaped it
-      reaped_elsewhere = true;
+      leader_exited_ = true; // SIGCHLD ignored, or someone else reaped it
+      reaped_elsewhere_ = true;
     }
-  };
-  auto signal_group = [&](int sig) {
-    if (!reaped_elsewhere)
-      ::kill(-pid_, sig);
-  };
-  // Reads stdout and stderr until both are at EOF or `until` has passed.
-  auto drain = [&](clock_type::time_point until) {
-    while (stdout_fd_ >= 0 || stderr_fd_ >= 0) {
+  }
+
+  void signal_group(int sig) {
+    if (!reaped_elsewhere_)
+      ::kill(-p_.pid_, sig);
+  }
+
+  /// Reads stdout and stderr until both are at EOF or `until` has passed.
+  void drain(clock_type::time_point until) {
+    while (p_.stdout_fd_ >= 0 || p_.stderr_fd_ >= 0) {
       pollfd fds[2];
       nfds_t nfds = 0;
-      for (int fd : {stdout_fd_, stderr_fd_})
+      for (int fd : {p_.stdout_fd_, p_.stderr_fd_})
         if (fd >= 0)
           fds[nfds++] = pollfd{fd, POLLIN, 0};
       int rc = ::poll(fds, nfds, remaining_ms(until));
@@ -500,93 +664,44 @@ subprocess_result subprocess::wait() {
         break;
       if (rc == 0 && clock_type::now() >= until)
         break;
-      if (stdout_fd_ >= 0)
-        read_once(stdout_fd_, buf.data(), take_stdout);
-      if (stderr_fd_ >= 0)
-        read_once(stderr_fd_, buf.data(), take_stderr);
+      if (p_.stdout_fd_ >= 0)
+        read_stdout();
+      if (p_.stderr_fd_ >= 0)
+        read_stderr();
     }
-  };
-  // -- run until the leader exits -------------------------------------------
-  while (!leader_exited) {
-    auto now = clock_type::now();
-    if (!reason) {
-      if (cancelled_.load())
-        reason = subprocess_outcome::cancelled;
-      else if (now >= deadline)
-        reason = subprocess_outcome::timed_out;
-    }
-    if (reason && !term_sent) {
-      signal_group(SIGTERM);
-      term_sent = true;
-      kill_at = after(now, opts_.kill_grace);
-      close_fd(stdin_fd_);
-    }
-    if (term_sent && !kill_sent && now >= kill_at) {
-      signal_group(SIGKILL);
-      kill_sent = true;
-    }
-    pollfd fds[5];
-    nfds_t nfds = 0;
-    auto add = [&](int fd, short events) {
-      if (fd >= 0)
-        fds[nfds++] = pollfd{fd, events, 0};
-    };
-    add(stdin_fd_, POLLOUT);
-    add(stdout_fd_, POLLIN);
-    add(stderr_fd_, POLLIN);
-    add(pidfd, POLLIN);
-    if (!reason)
-      add(cancel_fd_, POLLIN); // stays readable once written
-    int timeout = -1;
-    auto earlier = [&](int ms) {
-      timeout = timeout < 0 ? ms : std::min(timeout, ms);
-    };
-    if (!reason)
-      earlier(remaining_ms(deadline));
-    if (term_sent && !kill_sent)
-      earlier(remaining_ms(kill_at));
-    if (pidfd < 0)
-      earlier(static_cast<int>(exit_poll_interval.count()));
-    int rc = ::poll(fds, nfds, timeout);
-    if (rc < 0 && errno != EINTR) {
-      // Cannot wait any more: treat it like a timeout.
-      if (!reason)
-        reason = subprocess_outcome::timed_out;
-    }
-    if (rc > 0) {
-      for (nfds_t i = 0; i < nfds; ++i) {
-        if (fds[i].revents == 0)
-          continue;
-        if (fds[i].fd == stdin_fd_)
-          write_stdin();
-        else if (fds[i].fd == stdout_fd_)
-          read_once(stdout_fd_, buf.data(), take_stdout);
-        else if (fds[i].fd == stderr_fd_)
-          read_once(stderr_fd_, buf.data(), take_stderr);
-      }
-    }
-    check_leader();
   }
-  // -- the leader is gone: end the rest of its group ------------------------
-  // What it left behind gets SIGTERM (unless it already did) and, once the
-  // pipes close or the grace runs out, SIGKILL. Well-behaved CLIs leave
-  // nothing, and then the pipes are at EOF at once.
-  close_fd(stdin_fd_);
-  if (!term_sent) {
-    signal_group(SIGTERM);
-    kill_at = after(clock_type::now(), opts_.kill_grace);
-  }
-  if (!kill_sent)
-    drain(kill_at);
-  signal_group(SIGKILL);
-  drain(clock_type::now() + final_drain_limit);
-  close_fds();
-  close_fd(pidfd);
-  if (err.size() > opts_.max_stderr_bytes)
-    err.erase(0, err.size() - opts_.max_stderr_bytes);
+
+  subprocess& p_;
+  /// For the whole wait: writing to a child that closed stdin raises
+  /// SIGPIPE.
+  sigpipe_guard guard_;
+  /// Readable once the leader exits; -1 where unavailable (then we poll).
+  int pidfd_;
+  /// When the timeout expires.
+  clock_type::time_point deadline_;
+  /// Why we kill the child, once we decided to.
+  std::optional<subprocess_outcome> reason_;
+  /// When SIGKILL is due after SIGTERM.
+  clock_type::time_point kill_at_;
+  bool term_sent_ = false;
+  bool kill_sent_ = false;
+  bool leader_exited_ = false;
+  bool reaped_elsewhere_ = false;
+  /// Bytes of stdin written so far.
+  size_t stdin_off_ = 0;
+  std::vector<char> buf_;
+};
+
+subprocess_result subprocess::wait() {
+  if (waited_ || reaped_)
+    return result_;
+  waited_ = true;
+  waiter w{*this};
+  w.run();
+  w.end_group();
   int status = 0;
   pid_t reaped = -1;
-  if (!reaped_elsewhere) {
+  if (!w.reaped_elsewhere()) {
     do {
       reaped = ::waitpid(pid_, &status, 0);
     } while (reaped < 0 && errno == EINTR);
@@ -605,7 +720,7 @@ subprocess_result subprocess::wait() {
     result_.error = "exit status lost: the child was reaped elsewhere "
                     "(is SIGCHLD ignored?)";
   }
-  if (reason)
+  if (auto reason = w.reason())
     result_.outcome = *reason;
   return result_;
 }

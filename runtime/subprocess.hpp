@@ -115,6 +115,9 @@ class subprocess {
   void cancel();
 
  private:
+  /// One run of `wait()`: the poll loop and what it has decided so far.
+  class waiter;
+
   void spawn();
   void close_fds();
 

@@ -181,6 +181,104 @@ parse_state parse_chunked(std::string_view buf, size_t pos, bool eof,
   }
 }
 
+/// Parses one response head (status line and header lines, no final CRLF)
+/// into `r`; false with `r.error` set when it is malformed.
+bool parse_head(std::string_view head, http_post_result& r) {
+  auto line_end = std::min(head.find("\r\n"), head.size());
+  auto status_line = head.substr(0, line_end);
+  // "HTTP/1.1 200 OK"; the reason phrase may be empty or absent.
+  if (status_line.size() < 12 || status_line.substr(0, 7) != "HTTP/1."
+      || !is_digit(status_line[7]) || status_line[8] != ' '
+      || !all_digits(status_line.substr(9, 3))
+      || (status_line.size() > 12 && status_line[12] != ' ')) {
+    r.error = "malformed status line '" + excerpt(status_line) + "'";
+    return false;
+  }
+  r.status = (status_line[9] - '0') * 100 + (status_line[10] - '0') * 10
+             + (status_line[11] - '0');
+  if (r.status < 100) {
+    r.error = "malformed status line '" + excerpt(status_line) + "'";
+    return false;
+  }
+  auto rest = line_end < head.size() ? head.substr(line_end + 2)
+                                     : std::string_view{};
+  while (!rest.empty()) {
+    auto eol = std::min(rest.find("\r\n"), rest.size());
+    auto line = rest.substr(0, eol);
+    auto colon = line.find(':');
+    if (colon == std::string_view::npos || colon == 0 || line.front() == ' '
+        || line.front() == '\t') {
+      r.error = "malformed header line '" + excerpt(line) + "'";
+      return false;
+    }
+    r.headers.emplace_back(to_lower(trim(line.substr(0, colon))),
+                           std::string{trim(line.substr(colon + 1))});
+    rest = eol < rest.size() ? rest.substr(eol + 2) : std::string_view{};
+  }
+  return true;
+}
+
+/// How a response body ends, as its headers say.
+struct body_framing {
+  bool chunked = false;
+  std::optional<size_t> content_length;
+};
+
+/// The framing of the response in `r`; false with `r.error` set on a bad
+/// or conflicting Content-Length.
+bool framing_of(http_post_result& r, body_framing& f) {
+  for (auto& [name, value] : r.headers) {
+    if (name == "transfer-encoding") {
+      auto v = to_lower(value);
+      f.chunked = v.size() >= 7 && v.compare(v.size() - 7, 7, "chunked") == 0;
+    } else if (name == "content-length") {
+      if (!all_digits(value) || value.size() > 15
+          || (f.content_length && *f.content_length != std::stoull(value))) {
+        r.error = "bad Content-Length '" + excerpt(value) + "'";
+        return false;
+      }
+      f.content_length = std::stoull(value);
+    }
+  }
+  return true;
+}
+
+/// Reads the body of the final response, starting at `buf[body_start]`,
+/// into `r`. Never returns incomplete when `eof` is set.
+parse_state parse_body(std::string_view buf, size_t body_start, bool eof,
+                       http_post_result& r) {
+  body_framing f;
+  if (!framing_of(r, f))
+    return parse_state::failed;
+  if (f.chunked) {
+    std::string error;
+    auto state = parse_chunked(buf, body_start, eof, r.body, error);
+    if (state == parse_state::failed)
+      r.error = error + " (status " + std::to_string(r.status) + ")";
+    return state;
+  }
+  size_t have = buf.size() - body_start;
+  if (f.content_length) {
+    size_t want = std::min(*f.content_length, max_body_bytes);
+    if (have >= want) {
+      r.body.assign(buf.substr(body_start, want));
+      return parse_state::complete;
+    }
+    if (!eof)
+      return parse_state::incomplete;
+    r.error = "connection closed after " + std::to_string(have) + " of "
+              + std::to_string(*f.content_length) + " body bytes (status "
+              + std::to_string(r.status) + ")";
+    return parse_state::failed;
+  }
+  // No framing: the body runs until the peer closes.
+  if (have >= max_body_bytes || eof) {
+    r.body.assign(buf.substr(body_start, max_body_bytes));
+    return parse_state::complete;
+  }
+  return parse_state::incomplete;
+}
+
 /// Parses `buf` (everything read so far) into `r`; `eof`: the peer closed.
 /// Never returns incomplete when `eof` is set.
 parse_state parse_response(std::string_view buf, bool eof,
@@ -202,38 +300,8 @@ parse_state parse_response(std::string_view buf, bool eof,
                   : "connection closed in the response headers";
       return parse_state::failed;
     }
-    auto head = buf.substr(start, head_end - start);
-    auto line_end = std::min(head.find("\r\n"), head.size());
-    auto status_line = head.substr(0, line_end);
-    // "HTTP/1.1 200 OK"; the reason phrase may be empty or absent.
-    if (status_line.size() < 12 || status_line.substr(0, 7) != "HTTP/1."
-        || !is_digit(status_line[7]) || status_line[8] != ' '
-        || !all_digits(status_line.substr(9, 3))
-        || (status_line.size() > 12 && status_line[12] != ' ')) {
-      r.error = "malformed status line '" + excerpt(status_line) + "'";
+    if (!parse_head(buf.substr(start, head_end - start), r))
       return parse_state::failed;
-    }
-    r.status = (status_line[9] - '0') * 100 + (status_line[10] - '0') * 10
-               + (status_line[11] - '0');
-    if (r.status < 100) {
-      r.error = "malformed status line '" + excerpt(status_line) + "'";
-      return parse_state::failed;
-    }
-    auto rest = line_end < head.size() ? head.substr(line_end + 2)
-                                       : std::string_view{};
-    while (!rest.empty()) {
-      auto eol = std::min(rest.find("\r\n"), rest.size());
-      auto line = rest.substr(0, eol);
-      auto colon = line.find(':');
-      if (colon == std::string_view::npos || colon == 0 || line.front() == ' '
-          || line.front() == '\t') {
-        r.error = "malformed header line '" + excerpt(line) + "'";
-        return parse_state::failed;
-      }
-      r.headers.emplace_back(to_lower(trim(line.substr(0, colon))),
-                             std::string{trim(line.substr(colon + 1))});
-      rest = eol < rest.size() ? rest.substr(eol + 2) : std::string_view{};
-    }
     size_t body_start = head_end + 4;
     if (r.status == 101) {
       r.error = "unexpected 101 Switching Protocols";
@@ -245,49 +313,86 @@ parse_state parse_response(std::string_view buf, bool eof,
     }
     if (r.status == 204 || r.status == 304)
       return parse_state::complete;
-    bool chunked = false;
-    std::optional<size_t> content_length;
-    for (auto& [name, value] : r.headers) {
-      if (name == "transfer-encoding") {
-        auto v = to_lower(value);
-        chunked = v.size() >= 7 && v.compare(v.size() - 7, 7, "chunked") == 0;
-      } else if (name == "content-length") {
-        if (!all_digits(value) || value.size() > 15
-            || (content_length && *content_length != std::stoull(value))) {
-          r.error = "bad Content-Length '" + excerpt(value) + "'";
-          return parse_state::failed;
-        }
-        content_length = std::stoull(value);
-      }
-    }
-    if (chunked) {
-      std::string error;
-      auto state = parse_chunked(buf, body_start, eof, r.body, error);
-      if (state == parse_state::failed)
-        r.error = error + " (status " + std::to_string(r.status) + ")";
-      return state;
-    }
-    size_t have = buf.size() - body_start;
-    if (content_length) {
-      size_t want = std::min(*content_length, max_body_bytes);
-      if (have >= want) {
-        r.body.assign(buf.substr(body_start, want));
-        return parse_state::complete;
-      }
-      if (!eof)
-        return parse_state::incomplete;
-      r.error = "connection closed after " + std::to_string(have) + " of "
-                + std::to_string(*content_length) + " body bytes (status "
-                + std::to_string(r.status) + ")";
-      return parse_state::failed;
-    }
-    // No framing: the body runs until the peer closes.
-    if (have >= max_body_bytes || eof) {
-      r.body.assign(buf.substr(body_start, max_body_bytes));
-      return parse_state::complete;
-    }
-    return parse_state::incomplete;
+    return parse_body(buf, body_start, eof, r);
   }
+}
+
+// -- URLs ---------------------------------------------------------------------
+
+/// Checks that `url` is printable and http://; `rest` is what follows the
+/// "://".
+bool split_scheme(std::string_view url, std::string_view& rest,
+                  std::string* error) {
+  for (char c : url)
+    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f)
+      return fail(error, "URL contains a space or control character");
+  auto sep = url.find("://");
+  if (sep == std::string_view::npos)
+    return fail(error,
+                "URL '" + excerpt(url) + "' has no scheme (expected http://)");
+  auto scheme = to_lower(url.substr(0, sep));
+  if (scheme == "https")
+    return fail(error, "https is not supported: webhooks are sent over plain "
+                       "http:// only (terminate TLS in a local proxy)");
+  if (scheme != "http")
+    return fail(error, "unsupported scheme '" + excerpt(scheme)
+                         + "' (only http:// is supported)");
+  rest = url.substr(sep + 3);
+  return true;
+}
+
+/// An authority of the form "[v6 address]" or "[v6 address]:port".
+bool parse_ipv6_host(std::string_view auth, std::string& host,
+                     std::optional<std::string_view>& port_text,
+                     std::string* error) {
+  auto close = auth.find(']');
+  if (close == std::string_view::npos)
+    return fail(error, "unterminated '[' in host '" + std::string{auth} + "'");
+  host = auth.substr(1, close - 1);
+  auto after = auth.substr(close + 1);
+  if (!after.empty()) {
+    if (after.front() != ':')
+      return fail(error, "unexpected '" + std::string{after} + "' after host");
+    port_text = after.substr(1);
+  }
+  for (char c : host)
+    if (!(is_digit(c) || (lower(c) >= 'a' && lower(c) <= 'f') || c == ':'
+          || c == '.'))
+      return fail(error, "bad IPv6 address '" + host + "'");
+  return true;
+}
+
+/// An authority of the form "name" or "name:port" (a host name or an IPv4
+/// address).
+bool parse_name_host(std::string_view auth, std::string& host,
+                     std::optional<std::string_view>& port_text,
+                     std::string* error) {
+  auto colon = auth.find(':');
+  if (colon != std::string_view::npos
+      && auth.find(':', colon + 1) != std::string_view::npos)
+    return fail(error, "IPv6 addresses in URLs need brackets: '"
+                         + std::string{auth} + "'");
+  host = auth.substr(0, colon);
+  if (colon != std::string_view::npos)
+    port_text = auth.substr(colon + 1);
+  for (char c : host)
+    if (!(is_digit(c) || (lower(c) >= 'a' && lower(c) <= 'z') || c == '-'
+          || c == '.' || c == '_'))
+      return fail(error, "bad character '" + std::string(1, c) + "' in host '"
+                           + host + "'");
+  return true;
+}
+
+/// A port number, 1-65535.
+bool parse_port(std::string_view text, uint16_t& port, std::string* error) {
+  if (!all_digits(text))
+    return fail(error, "bad port '" + std::string{text} + "'");
+  unsigned long n = text.size() > 5 ? 70000 : std::stoul(std::string{text});
+  if (n < 1 || n > 65535)
+    return fail(error,
+                "port " + std::string{text} + " is out of range 1-65535");
+  port = static_cast<uint16_t>(n);
+  return true;
 }
 
 // -- one attempt, step by step ------------------------------------------------
@@ -473,29 +578,9 @@ bool transient_status(int status) {
 
 std::optional<http_url> parse_http_url(std::string_view url,
                                        std::string* error) {
-  for (char c : url) {
-    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) {
-      fail(error, "URL contains a space or control character");
-      return std::nullopt;
-    }
-  }
-  auto sep = url.find("://");
-  if (sep == std::string_view::npos) {
-    fail(error, "URL '" + excerpt(url) + "' has no scheme (expected http://)");
+  std::string_view rest;
+  if (!split_scheme(url, rest, error))
     return std::nullopt;
-  }
-  auto scheme = to_lower(url.substr(0, sep));
-  if (scheme == "https") {
-    fail(error, "https is not supported: webhooks are sent over plain "
-                "http:// only (terminate TLS in a local proxy)");
-    return std::nullopt;
-  }
-  if (scheme != "http") {
-    fail(error, "unsupported scheme '" + excerpt(scheme)
-                  + "' (only http:// is supported)");
-    return std::nullopt;
-  }
-  auto rest = url.substr(sep + 3);
   rest = rest.substr(0, rest.find('#'));
   auto auth_end = std::min(rest.find_first_of("/?"), rest.size());
   auto auth = rest.substr(0, auth_end);
@@ -505,72 +590,18 @@ std::optional<http_url> parse_http_url(std::string_view url,
     return std::nullopt;
   }
   http_url out;
-  std::string_view port_text;
-  bool has_port = false;
-  if (!auth.empty() && auth.front() == '[') {
-    auto close = auth.find(']');
-    if (close == std::string_view::npos) {
-      fail(error, "unterminated '[' in host '" + std::string{auth} + "'");
-      return std::nullopt;
-    }
-    out.host = auth.substr(1, close - 1);
-    auto after = auth.substr(close + 1);
-    if (!after.empty()) {
-      if (after.front() != ':') {
-        fail(error, "unexpected '" + std::string{after} + "' after host");
-        return std::nullopt;
-      }
-      has_port = true;
-      port_text = after.substr(1);
-    }
-    for (char c : out.host) {
-      if (!(is_digit(c) || (lower(c) >= 'a' && lower(c) <= 'f') || c == ':'
-            || c == '.')) {
-        fail(error, "bad IPv6 address '" + out.host + "'");
-        return std::nullopt;
-      }
-    }
-  } else {
-    auto colon = auth.find(':');
-    if (colon != std::string_view::npos
-        && auth.find(':', colon + 1) != std::string_view::npos) {
-      fail(error,
-           "IPv6 addresses in URLs need brackets: '" + std::string{auth} + "'");
-      return std::nullopt;
-    }
-    out.host = auth.substr(0, colon);
-    if (colon != std::string_view::npos) {
-      has_port = true;
-      port_text = auth.substr(colon + 1);
-    }
-    for (char c : out.host) {
-      if (!(is_digit(c) || (lower(c) >= 'a' && lower(c) <= 'z') || c == '-'
-            || c == '.' || c == '_')) {
-        fail(error, "bad character '" + std::string(1, c) + "' in host '"
-                      + out.host + "'");
-        return std::nullopt;
-      }
-    }
-  }
+  std::optional<std::string_view> port_text;
+  bool host_ok = !auth.empty() && auth.front() == '['
+                   ? parse_ipv6_host(auth, out.host, port_text, error)
+                   : parse_name_host(auth, out.host, port_text, error);
+  if (!host_ok)
+    return std::nullopt;
   if (out.host.empty()) {
     fail(error, "URL '" + excerpt(url) + "' has no host");
     return std::nullopt;
   }
-  if (has_port) {
-    if (!all_digits(port_text)) {
-      fail(error, "bad port '" + std::string{port_text} + "'");
-      return std::nullopt;
-    }
-    unsigned long port = port_text.size() > 5
-                           ? 70000
-                           : std::stoul(std::string{port_text});
-    if (port < 1 || port > 65535) {
-      fail(error,
-           "port " + std::string{port_text} + " is out of range 1-65535");
-      return std::nullopt;
-    }
-    out.port = static_cast<uint16_t>(port);
-  }
+  if (port_text && !parse_port(*port_text, out.port, error))
+    return std::nullopt;
   if (tail.empty())
     out.target = "/";
   else if (tail.front() == '?')
