@@ -2,14 +2,11 @@
 
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <optional>
-#include <random>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
-#include <caf/actor_clock.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
@@ -19,6 +16,7 @@
 #include "runtime/config.hpp"
 #include "runtime/cron.hpp"
 #include "runtime/node_status.hpp"
+#include "runtime/session_pool.hpp"
 
 namespace butlers {
 
@@ -36,29 +34,6 @@ struct butler_params {
   caf::actor listener;
 };
 
-/// A work item this butler holds the lease of.
-struct held_item {
-  work_item item;
-  route_envelope env;
-  /// When the butler accepted (or recovered) it.
-  std::chrono::steady_clock::time_point since;
-  /// A thread's run: steer input that arrived while the item waited for a
-  /// slot, and the thread to tell when input is applied.
-  session_steer steer;
-  /// Stored `running` with its first attempt counted (a slot was free when
-  /// it was accepted): its session needs no start write.
-  bool started = false;
-};
-
-/// A session slot in use.
-struct running_session {
-  held_item held;
-  session_actor session;
-  std::chrono::steady_clock::time_point started;
-  /// When its session timeout passes (the actor clock's time).
-  caf::actor_clock::time_point timeout_at;
-};
-
 struct butler_state {
   static inline const char* name = "butler";
   butler_params params;
@@ -67,17 +42,8 @@ struct butler_state {
   writer_client writes;
   node_context_ptr ctx;
   session_params session;
-  /// Leased items waiting for a slot (bounded by max_pending together with
-  /// `appending`).
-  std::deque<held_item> pending;
-  /// Accepted route.execute calls whose work item is being stored.
-  uint32_t appending = 0;
-  /// Running sessions by work id.
-  std::unordered_map<std::string, running_session> running;
-  /// A `timeout_atom` is on its way (one at a time, due at the earliest
-  /// `timeout_at` it was armed for: every session of a butler has the same
-  /// timeout, so a later start never needs an earlier timer).
-  bool timeout_armed = false;
+  /// Admission, the waiting and running items and their deadlines.
+  std::optional<session_pool> pool;
   /// Who gets `done_atom, route_response` when an item's result is durable,
   /// by work id (the dispatchers of its route.execute calls).
   std::unordered_map<std::string, std::vector<caf::actor>> waiters;
@@ -85,13 +51,8 @@ struct butler_state {
   /// tick count when they were added: dropped after a few ticks unless the
   /// item turns up here.
   std::unordered_map<std::string, uint64_t> foreign_waiters;
+  /// Ticks so far (the age of foreign waiters).
   uint64_t ticks = 0;
-  /// Finished sessions whose result is being written (fenced).
-  uint32_t finishing = 0;
-  /// Items whose session ended and whose reply and result are on their way
-  /// out, with their lease tokens: still renewed until the result is
-  /// written.
-  std::unordered_map<std::string, int64_t> finishing_items;
   /// Holder name in leases: "NODE/INCARNATION", new at every spawn.
   std::string owner;
   /// The first recovery also takes the leases earlier incarnations on this
@@ -116,20 +77,6 @@ struct butler_state {
   counter* overload = nullptr;
   counter* fenced = nullptr;
   counter* recovered = nullptr;
-
-  /// The item is pending or running here.
-  bool holds(const std::string& work_id) const {
-    if (running.count(work_id) > 0)
-      return true;
-    for (auto& h : pending)
-      if (h.item.work_id == work_id)
-        return true;
-    return false;
-  }
-
-  uint32_t active() const {
-    return static_cast<uint32_t>(running.size());
-  }
 };
 
 /// A butler (see `butler_actor`).

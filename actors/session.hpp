@@ -14,6 +14,7 @@
 #include "runtime/config.hpp"
 #include "runtime/route.hpp"
 #include "runtime/scripted.hpp"
+#include "runtime/session_pool.hpp"
 
 namespace butlers {
 
@@ -31,14 +32,6 @@ struct session_params {
   /// delivery: the messenger's threads for the blocking sends (null: a
   /// thread of its own per delivery).
   std::shared_ptr<blocking_pool> pool;
-};
-
-/// A run's steer channel: input that arrived before the session started
-/// (it joined the work item's pending input), and who hears about applied
-/// input (the thread that owns the run; null for routed work).
-struct session_steer {
-  std::vector<steer_input> pending;
-  caf::actor observer;
 };
 
 struct session_state {
