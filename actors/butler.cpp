@@ -105,7 +105,7 @@ void write_outcome(butler_ptr self, session_outcome out) {
         for (auto& hdl : w->second)
           caf::anon_send(hdl, done_atom_v, out.response);
         st.waiters.erase(w);
-      } else if (st.session.runtime.kind != "delivery") {
+      } else if (st.session.kind != session_runtime::delivery) {
         // Recovered here after its holder died: whoever dispatched it is
         // not known, so tell this node's switchboard (it ignores requests
         // it does not track).
@@ -233,8 +233,7 @@ void pump(butler_ptr self) {
     auto me = caf::actor_cast<butler_actor>(self);
     // The messenger's outbox deliveries run without a session actor.
     session_actor hdl;
-    if (st.session.runtime.kind != "delivery"
-        || !deliver_without_session(st.session, held.item, held.env, me))
+    if (!run_without_session(st.session, held.item, held.env, me))
       hdl = self->spawn<caf::linked>(session, st.session, held.item, held.env,
                                      me, std::move(held.steer));
     auto item = held.item;
@@ -330,7 +329,7 @@ std::optional<route_response> admit(butler_ptr self, const route_request& req,
                     + "' (capabilities: " + offered + ")",
                   false);
   }
-  if (st.session.runtime.kind == "delivery") {
+  if (st.session.kind == session_runtime::delivery) {
     // spec 001 §10.1, §10.10: only the switchboard hands deliveries over.
     if (req.trigger_source != "switchboard")
       return reject(self, env.request_id, "validation_error",
@@ -779,15 +778,17 @@ butler_actor::behavior_type butler(
   st.session.butler = cfg.name;
   st.session.runtime = cfg.runtime;
   st.session.timeout = std::chrono::seconds{cfg.session_timeout_s};
-  st.session.adapters = st.params.adapters;
+  st.session.kind = runtime_of(cfg.runtime);
   st.pool.emplace(cfg.name, cfg.max_concurrent_sessions, cfg.max_pending,
                   st.session.timeout);
-  if (cfg.runtime.kind == "delivery")
+  if (st.session.kind == session_runtime::delivery) {
+    st.session.adapters = make_delivery_adapters(st.params.adapters);
     // A job per running session, plus room for those of cancelled
     // sessions still finishing.
     st.session.pool = std::make_shared<
       blocking_pool>(std::min<uint32_t>(cfg.max_concurrent_sessions, 8),
                      2 * size_t{cfg.max_concurrent_sessions});
+  }
   init_metrics(self);
   init_schedules(self);
   self->send(self, caf::tick_atom_v);
