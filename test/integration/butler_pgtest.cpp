@@ -623,8 +623,15 @@ TEST_F(ButlerNode, SigkillMidSessionThenRestartCompletesTheItemOnce) {
                              work_id);
   EXPECT_EQ(row[0].as<int>(), 2) << "one crashed session, one completed";
   EXPECT_GE(row[1].as<int>(), 2) << "leased again under a new token";
-  // The work item and its reply's delivery (one messenger item).
+  // The work item and its reply's delivery (one messenger item). The
+  // delivery's result is written apart from the item's (after its outbox
+  // sync), so it may land just after.
   EXPECT_EQ(count("health", "ok"), 1);
+  EXPECT_TRUE(eventually(
+    [&] {
+      return count("messenger", "ok") == 1;
+    },
+    10s));
   EXPECT_EQ(count("messenger", "ok"), 1);
 }
 
