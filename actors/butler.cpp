@@ -18,8 +18,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-using butler_ptr = butler_actor::stateful_pointer<butler_state>;
-
 /// Attempts at handing a reply to the switchboard before the work item ends
 /// `target_unavailable`.
 constexpr int notify_attempts = 3;
@@ -105,7 +103,7 @@ void write_outcome(butler_ptr self, session_outcome out) {
         for (auto& hdl : w->second)
           caf::anon_send(hdl, done_atom_v, out.response);
         st.waiters.erase(w);
-      } else if (st.session.kind != session_runtime::delivery) {
+      } else if (st.runner->answers_switchboard()) {
         // Recovered here after its holder died: whoever dispatched it is
         // not known, so tell this node's switchboard (it ignores requests
         // it does not track).
@@ -230,12 +228,7 @@ void pump(butler_ptr self) {
       write_outcome(self, std::move(out));
       continue;
     }
-    auto me = caf::actor_cast<butler_actor>(self);
-    // The messenger's outbox deliveries run without a session actor.
-    session_actor hdl;
-    if (!run_without_session(st.session, held.item, held.env, me))
-      hdl = self->spawn<caf::linked>(session, st.session, held.item, held.env,
-                                     me, std::move(held.steer));
+    auto hdl = st.runner->start(self, held);
     auto item = held.item;
     auto started = held.started;
     if (st.pool->start(std::move(held), caf::actor_cast<caf::actor>(hdl),
@@ -329,20 +322,8 @@ std::optional<route_response> admit(butler_ptr self, const route_request& req,
                     + "' (capabilities: " + offered + ")",
                   false);
   }
-  if (st.session.kind == session_runtime::delivery) {
-    // spec 001 §10.1, §10.10: only the switchboard hands deliveries over.
-    if (req.trigger_source != "switchboard")
-      return reject(self, env.request_id, "validation_error",
-                    "direct delivery rejected: notify.v1 goes through the "
-                    "switchboard (trigger_source '"
-                      + req.trigger_source + "')",
-                    false);
-    if (env.notify_request.empty())
-      return reject(self, env.request_id, "validation_error",
-                    "the messenger takes route.v1 with "
-                    "input.context.notify_request only",
-                    false);
-  }
+  if (auto bad = st.runner->admit(req, env))
+    return reject(self, env.request_id, bad->error_class, bad->message, false);
   if (auto full = st.pool->admit(req.trigger_source, req.origin_butler))
     return reject(self, env.request_id, "overload_rejected",
                   std::move(full->message), full->retryable);
@@ -750,45 +731,66 @@ butler_config default_general() {
   return c;
 }
 
-butler_config messenger_butler(const messenger_config& m) {
-  butler_config c;
-  c.name = "messenger";
-  c.description = "The only outbound delivery path (notify.v1)";
-  c.capabilities = {"route.execute"};
-  c.max_concurrent_sessions = m.max_concurrent_sessions;
-  c.max_pending = m.max_pending;
-  c.session_timeout_s = 300;
-  c.runtime.kind = "delivery";
-  return c;
+namespace {
+
+/// Runs every item as a session of the butler's runtime.
+class session_runner final : public work_runner {
+ public:
+  explicit session_runner(const butler_config& cfg) {
+    params_.butler = cfg.name;
+    params_.runtime = cfg.runtime;
+    params_.kind = runtime_of(cfg.runtime);
+    params_.timeout = std::chrono::seconds{cfg.session_timeout_s};
+  }
+
+  session_actor start(butler_ptr self, held_item& held) override {
+    return self->spawn<caf::linked>(session, params_, held.item, held.env,
+                                    caf::actor_cast<butler_actor>(self),
+                                    std::move(held.steer));
+  }
+
+ private:
+  session_params params_;
+};
+
+} // namespace
+
+work_runner::~work_runner() = default;
+
+std::optional<route_rejection> work_runner::admit(const route_request&,
+                                                  const route_envelope&) const {
+  return std::nullopt;
 }
 
-butler_actor::behavior_type butler(
-  butler_actor::stateful_pointer<butler_state> self, butler_params params,
-  inbox_writer_actor writer, node_context_ptr ctx) {
+bool work_runner::answers_switchboard() const {
+  return true;
+}
+
+butler_actor::behavior_type butler(butler_ptr self, butler_params params,
+                                   inbox_writer_actor writer,
+                                   node_context_ptr ctx) {
+  auto runner = std::make_unique<session_runner>(params.cfg);
+  return butler_with(self, std::move(params), std::move(writer), std::move(ctx),
+                     std::move(runner));
+}
+
+butler_actor::behavior_type butler_with(butler_ptr self, butler_params params,
+                                        inbox_writer_actor writer,
+                                        node_context_ptr ctx,
+                                        std::unique_ptr<work_runner> runner) {
   auto& st = self->state;
   st.params = std::move(params);
   st.writer = std::move(writer);
   st.writes.set_writer(st.writer);
   st.ctx = std::move(ctx);
+  st.runner = std::move(runner);
   auto& cfg = st.params.cfg;
   st.owner = st.params.node + "/" + make_uuid_v7().to_string();
   st.status.name = cfg.name;
   st.status.max_concurrent_sessions = cfg.max_concurrent_sessions;
   st.status.max_pending = cfg.max_pending;
-  st.session.butler = cfg.name;
-  st.session.runtime = cfg.runtime;
-  st.session.timeout = std::chrono::seconds{cfg.session_timeout_s};
-  st.session.kind = runtime_of(cfg.runtime);
   st.pool.emplace(cfg.name, cfg.max_concurrent_sessions, cfg.max_pending,
-                  st.session.timeout);
-  if (st.session.kind == session_runtime::delivery) {
-    st.session.adapters = make_delivery_adapters(st.params.adapters);
-    // A job per running session, plus room for those of cancelled
-    // sessions still finishing.
-    st.session.pool = std::make_shared<
-      blocking_pool>(std::min<uint32_t>(cfg.max_concurrent_sessions, 8),
-                     2 * size_t{cfg.max_concurrent_sessions});
-  }
+                  std::chrono::seconds{cfg.session_timeout_s});
   init_metrics(self);
   init_schedules(self);
   self->send(self, caf::tick_atom_v);

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -23,8 +24,7 @@ namespace butlers {
 /// Everything a butler actor is made from.
 struct butler_params {
   butler_config cfg;
-  /// The messenger's channel adapters; `cfg.runtime.kind` is "delivery"
-  /// for the messenger and the adapters are used only then.
+  /// The messenger's channel adapters (used by the messenger only).
   std::vector<delivery_adapter_config> adapters;
   /// Names this node in leases.
   std::string node;
@@ -34,6 +34,32 @@ struct butler_params {
   caf::actor listener;
 };
 
+struct butler_state;
+
+using butler_ptr = butler_actor::stateful_pointer<butler_state>;
+
+/// How a butler runs the work it admitted: a butler runs sessions of its
+/// runtime, the messenger (actors/messenger.hpp) delivers. Everything else
+/// (admission, the work items, their leases and results) is the same.
+class work_runner {
+ public:
+  virtual ~work_runner();
+
+  /// Rules of its own for `env` (parsed from `req`), checked after the
+  /// butler's: a rejection, or nullopt. None by default.
+  virtual std::optional<route_rejection> admit(const route_request& req,
+                                               const route_envelope& env) const;
+
+  /// Starts the work of `held` (its steer input may be moved out). Returns
+  /// its session, or null when it runs without one; either way
+  /// `done_atom, session_outcome` reaches `self` when it ends.
+  virtual session_actor start(butler_ptr self, held_item& held) = 0;
+
+  /// The result of an item no dispatcher waits for here (recovered after
+  /// its holder died) goes to this node's switchboard. True by default.
+  virtual bool answers_switchboard() const;
+};
+
 struct butler_state {
   static inline const char* name = "butler";
   butler_params params;
@@ -41,7 +67,8 @@ struct butler_state {
   /// Work-item writes go out through this (few requests).
   writer_client writes;
   node_context_ptr ctx;
-  session_params session;
+  /// Runs what the butler admitted.
+  std::unique_ptr<work_runner> runner;
   /// Admission, the waiting and running items and their deadlines.
   std::optional<session_pool> pool;
   /// Who gets `done_atom, route_response` when an item's result is durable,
@@ -79,14 +106,20 @@ struct butler_state {
   counter* recovered = nullptr;
 };
 
-/// A butler (see `butler_actor`).
-butler_actor::behavior_type butler(
-  butler_actor::stateful_pointer<butler_state> self, butler_params params,
-  inbox_writer_actor writer, node_context_ptr ctx);
+/// A butler (see `butler_actor`) whose work items run as sessions of its
+/// runtime.
+butler_actor::behavior_type butler(butler_ptr self, butler_params params,
+                                   inbox_writer_actor writer,
+                                   node_context_ptr ctx);
 
-/// The built-in butlers every node has unless configured: `general` (the
-/// router's fallback, scripted) and the `messenger` (delivery).
+/// A butler whose work items run through `runner`.
+butler_actor::behavior_type butler_with(butler_ptr self, butler_params params,
+                                        inbox_writer_actor writer,
+                                        node_context_ptr ctx,
+                                        std::unique_ptr<work_runner> runner);
+
+/// The built-in butler every node has unless configured: `general` (the
+/// router's fallback, scripted).
 butler_config default_general();
-butler_config messenger_butler(const messenger_config& m);
 
 } // namespace butlers

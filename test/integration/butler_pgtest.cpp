@@ -24,6 +24,7 @@
 
 #include "actors/butler.hpp"
 #include "actors/inbox_writer.hpp"
+#include "actors/messenger.hpp"
 #include "actors/registry.hpp"
 #include "actors/switchboard.hpp"
 #include "actors/type_ids.hpp"
@@ -178,7 +179,7 @@ struct cli_fixture : ::testing::Test {
     mp.cfg = messenger_butler(mc);
     mp.adapters = {outbox};
     mp.node = "cli-test";
-    messenger = sys.spawn(butler, std::move(mp), writer, ctx);
+    messenger = sys.spawn(butlers::messenger, std::move(mp), writer, ctx);
     registry_entry entry;
     entry.name = "messenger";
     caf::anon_send(reg, register_atom_v, entry,
