@@ -18,14 +18,9 @@ namespace {
 
 using namespace std::chrono_literals;
 
-using butler_ptr = butler_actor::stateful_pointer<butler_state>;
-
 /// Attempts at handing a reply to the switchboard before the work item ends
 /// `target_unavailable`.
 constexpr int notify_attempts = 3;
-
-/// A session that crashed the node this many times is not started again.
-constexpr int32_t max_attempts = 5;
 
 double ms_since(std::chrono::steady_clock::time_point t) {
   using ms = std::chrono::duration<double, std::milli>;
@@ -40,8 +35,8 @@ int64_t now_us() {
 
 void update_gauges(butler_ptr self) {
   auto& st = self->state;
-  st.active_sessions->set(st.active());
-  auto depth = static_cast<int64_t>(st.pending.size() + st.appending);
+  st.active_sessions->set(st.pool->active());
+  auto depth = static_cast<int64_t>(st.pool->queued());
   st.queued_triggers->set(depth);
   st.queue_depth->set(depth);
 }
@@ -83,13 +78,11 @@ void write_outcome(butler_ptr self, session_outcome out) {
   op.response = to_json(out.response);
   op.error_class = out.response.status == "error" ? out.response.error_class
                                                   : std::string{};
-  ++st.finishing;
   st.writes.work(
     self, std::move(op),
     [self, out](const work_result& r) {
       auto& st = self->state;
-      --st.finishing;
-      st.finishing_items.erase(out.work_id);
+      st.pool->written(out.work_id);
       if (!r.ok) {
         // Someone else holds the lease now: our result is void.
         st.waiters.erase(out.work_id);
@@ -110,7 +103,7 @@ void write_outcome(butler_ptr self, session_outcome out) {
         for (auto& hdl : w->second)
           caf::anon_send(hdl, done_atom_v, out.response);
         st.waiters.erase(w);
-      } else if (st.session.runtime.kind != runtime_kind::delivery) {
+      } else if (st.runner->answers_switchboard()) {
         // Recovered here after its holder died: whoever dispatched it is
         // not known, so tell this node's switchboard (it ignores requests
         // it does not track).
@@ -121,8 +114,7 @@ void write_outcome(butler_ptr self, session_outcome out) {
     [self, out](const caf::error& err) {
       // Still open in the database: the lease expires and recovery runs
       // the item again (at-least-once).
-      --self->state.finishing;
-      self->state.finishing_items.erase(out.work_id);
+      self->state.pool->written(out.work_id);
       spdlog::warn("butler {}: work {} result not written: {}",
                    self->state.params.cfg.name, out.work_id,
                    self->system().render(err));
@@ -171,11 +163,11 @@ void notify_then_write(butler_ptr self, session_outcome out,
 /// timeout (retryable) or cancelled. The outcome of the delivery, should it
 /// still come, finds the item no longer running and is dropped.
 void stop_session(butler_ptr self, running_session& r, bool timed_out) {
-  if (r.session) {
+  if (auto hdl = caf::actor_cast<session_actor>(r.session)) {
     if (timed_out)
-      self->send(r.session, caf::timeout_atom_v);
+      self->send(hdl, caf::timeout_atom_v);
     else
-      self->send(r.session, cancel_atom_v);
+      self->send(hdl, cancel_atom_v);
     return;
   }
   adapter_result a;
@@ -192,6 +184,27 @@ void stop_session(butler_ptr self, running_session& r, bool timed_out) {
   self->send(self, done_atom_v, std::move(out));
 }
 
+/// The `start` write of `item` (state 'running', one more attempt, lease
+/// extended). A lease found gone cancels the session.
+void send_start(butler_ptr self, const work_item& item) {
+  auto& st = self->state;
+  st.writes.work(
+    self, op_for(work_op_kind::start, item, st.params.cfg.lease_s),
+    [self, item](const work_result& r) {
+      if (r.ok)
+        return;
+      auto& st = self->state;
+      ++st.status.fenced;
+      st.fenced->inc();
+      if (auto* running = st.pool->running(item.work_id))
+        stop_session(self, *running, false);
+    },
+    [](const caf::error&) {
+      // The database is away; the session runs on under our lease, and
+      // its result write (fenced) decides.
+    });
+}
+
 /// Starts sessions while a slot is free and items wait. The session starts
 /// at once, under the lease this butler holds (taken by the append, or by
 /// recovery); the `start` write (state 'running', one more attempt, lease
@@ -200,74 +213,40 @@ void stop_session(butler_ptr self, running_session& r, bool timed_out) {
 /// cancelled; its result could not be written anyway (fencing).
 void pump(butler_ptr self) {
   auto& st = self->state;
-  auto limit = st.params.cfg.max_concurrent_sessions;
-  while (st.active() < limit && !st.pending.empty()) {
-    auto held = std::move(st.pending.front());
-    st.pending.pop_front();
+  while (auto next = st.pool->next()) {
+    auto& held = next->held;
     st.process_latency->observe(ms_since(held.since));
-    if (held.item.attempts >= max_attempts) {
-      // Started this often without ever finishing: each attempt took its
-      // node down (or was lost with it). Do not run it again.
+    if (next->abandon) {
       session_outcome out;
       out.work_id = held.item.work_id;
       out.lease_token = held.item.lease_token;
       out.state = "error";
       out.response = error_for(held, "internal_error",
-                               "abandoned after " + std::to_string(max_attempts)
+                               "abandoned after "
+                                 + std::to_string(session_pool::max_attempts)
                                  + " sessions that never finished");
       write_outcome(self, std::move(out));
       continue;
     }
-    auto me = caf::actor_cast<butler_actor>(self);
-    // The messenger's outbox deliveries run without a session actor.
-    session_actor hdl;
-    if (st.session.runtime.kind != runtime_kind::delivery
-        || !deliver_without_session(st.session, held.item, held.env, me))
-      hdl = self->spawn<caf::linked>(session, st.session, held.item, held.env,
-                                     me, std::move(held.steer));
+    auto hdl = st.runner->start(self, held);
     auto item = held.item;
     auto started = held.started;
-    st.running.emplace(item.work_id,
-                       running_session{std::move(held), hdl,
-                                       std::chrono::steady_clock::now(),
-                                       self->clock().now()
-                                         + st.session.timeout});
-    if (!st.timeout_armed) {
-      st.timeout_armed = true;
-      self->delayed_send(self, st.session.timeout, caf::timeout_atom_v);
-    }
-    if (started)
-      continue;
-    auto op = op_for(work_op_kind::start, item, st.params.cfg.lease_s);
-    st.writes.work(
-      self, std::move(op),
-      [self, item](const work_result& r) {
-        if (r.ok)
-          return;
-        auto& st = self->state;
-        ++st.status.fenced;
-        st.fenced->inc();
-        auto i = st.running.find(item.work_id);
-        if (i != st.running.end())
-          stop_session(self, i->second, false);
-      },
-      [](const caf::error&) {
-        // The database is away; the session runs on under our lease, and
-        // its result write (fenced) decides.
-      });
+    if (st.pool->start(std::move(held), caf::actor_cast<caf::actor>(hdl),
+                       self->clock().now()))
+      self->delayed_send(self, st.pool->timeout(), caf::timeout_atom_v);
+    if (!started)
+      send_start(self, item);
   }
   update_gauges(self);
 }
 
 void on_done(butler_ptr self, session_outcome& out) {
   auto& st = self->state;
-  auto i = st.running.find(out.work_id);
-  if (i == st.running.end())
+  auto ended = st.pool->finish(out.work_id, out.lease_token);
+  if (!ended)
     return;
-  auto held = std::move(i->second.held);
-  st.session_duration->observe(ms_since(i->second.started));
-  st.running.erase(i);
-  st.finishing_items.emplace(out.work_id, out.lease_token);
+  auto& held = ended->held;
+  st.session_duration->observe(ms_since(ended->started));
   // A thread's run answers into the thread's transcript, not through the
   // messenger.
   if (out.state == "ok" && !out.reply.empty()
@@ -310,7 +289,7 @@ void watch(butler_ptr self, const std::string& work_id, const work_result& r,
     }
     return;
   }
-  auto held = st.holds(work_id);
+  auto held = st.pool->holds(work_id);
   st.waiters[work_id].push_back(hdl);
   // Held by a holder that may be gone: this butler may recover it within a
   // few lease periods; if not, the dispatcher's route timeout retries.
@@ -343,37 +322,11 @@ std::optional<route_response> admit(butler_ptr self, const route_request& req,
                     + "' (capabilities: " + offered + ")",
                   false);
   }
-  if (st.session.runtime.kind == runtime_kind::delivery) {
-    // spec 001 §10.1, §10.10: only the switchboard hands deliveries over.
-    if (req.trigger_source != "switchboard")
-      return reject(self, env.request_id, "validation_error",
-                    "direct delivery rejected: notify.v1 goes through the "
-                    "switchboard (trigger_source '"
-                      + req.trigger_source + "')",
-                    false);
-    if (env.notify_request.empty())
-      return reject(self, env.request_id, "validation_error",
-                    "the messenger takes route.v1 with "
-                    "input.context.notify_request only",
-                    false);
-  }
-  auto slots = cfg.max_concurrent_sessions;
-  if (req.trigger_source == "trigger" && req.origin_butler == cfg.name
-      && st.active() >= slots)
+  if (auto bad = st.runner->admit(req, env))
+    return reject(self, env.request_id, bad->error_class, bad->message, false);
+  if (auto full = st.pool->admit(req.trigger_source, req.origin_butler))
     return reject(self, env.request_id, "overload_rejected",
-                  "self-trigger while all " + std::to_string(slots)
-                    + " session slots of '" + cfg.name
-                    + "' are busy would deadlock",
-                  false);
-  auto held_now = st.pending.size() + st.appending + st.active();
-  if (held_now >= static_cast<size_t>(cfg.max_pending) + slots)
-    return reject(self, env.request_id, "overload_rejected",
-                  "butler '" + cfg.name + "' is full: "
-                    + std::to_string(st.active()) + " sessions running, "
-                    + std::to_string(st.pending.size() + st.appending)
-                    + " of max_pending " + std::to_string(cfg.max_pending)
-                    + " waiting",
-                  true);
+                  std::move(full->message), full->retryable);
   return std::nullopt;
 }
 
@@ -400,21 +353,16 @@ void store(butler_ptr self, route_request& req, route_envelope env,
   item.trigger_source = req.trigger_source;
   item.origin_butler = req.origin_butler;
   item.envelope = std::move(req.envelope);
-  // A slot will be free for it now or within one round of sessions (fewer
-  // than twice the slots are ahead of it): stored as started, its attempt
-  // counted, and no start write follows. It may wait `running` for a while;
-  // should this node die meanwhile, the item has one attempt counted that
-  // it did not use (of max_attempts; recovery counts the next one).
-  op.start = st.active() + st.pending.size() + st.appending
-             < 2 * cfg.max_concurrent_sessions;
+  // Stored as started (its attempt counted, no start write follows) when
+  // a slot is free for it soon.
+  op.start = st.pool->begin_append();
   auto started = op.start;
-  ++st.appending;
   update_gauges(self);
   st.writes.work(
     self, std::move(op),
     [self, reply, env, t0, reply_to, started](work_result& r) mutable {
       auto& st = self->state;
-      --st.appending;
+      st.pool->end_append();
       route_response resp;
       resp.request_id = env.request_id;
       resp.subrequest_id = env.subrequest_id;
@@ -443,7 +391,7 @@ void store(butler_ptr self, route_request& req, route_envelope env,
                        started};
         if (held.item.trigger_source == "thread")
           held.steer.observer = reply_to;
-        st.pending.push_back(std::move(held));
+        st.pool->enqueue(std::move(held));
         pump(self);
       }
       update_gauges(self);
@@ -451,7 +399,7 @@ void store(butler_ptr self, route_request& req, route_envelope env,
     },
     [self, reply, env](const caf::error& err) mutable {
       auto& st = self->state;
-      --st.appending;
+      st.pool->end_append();
       update_gauges(self);
       reply(reject(self, env.request_id, "target_unavailable",
                    "work item not stored: " + self->system().render(err),
@@ -470,15 +418,12 @@ caf::result<route_response> accept(butler_ptr self, route_request& req) {
   return rp;
 }
 
-/// Renews every lease held (pending and running items) and
-/// recovers items whose holder is gone, as far as the pending queue has
-/// room. Runs every lease_s / 3 seconds and once at start.
-void tick(butler_ptr self) {
+/// Forgets waiters for items held elsewhere that did not turn up here
+/// within a few ticks.
+void age_foreign_waiters(butler_ptr self) {
   auto& st = self->state;
-  auto& cfg = st.params.cfg;
-  ++st.ticks;
   for (auto i = st.foreign_waiters.begin(); i != st.foreign_waiters.end();) {
-    if (st.holds(i->first)) {
+    if (st.pool->holds(i->first)) {
       i = st.foreign_waiters.erase(i);
     } else if (st.ticks - i->second > 6) {
       st.waiters.erase(i->first);
@@ -487,108 +432,111 @@ void tick(butler_ptr self) {
       ++i;
     }
   }
-  if (!st.ctx->status.database_ready) {
-    // The writer would refuse every renewal and recovery: wait for the
-    // next tick rather than count refusals.
-    pump(self);
-    return;
-  }
-  std::vector<work_item> held;
-  for (auto& h : st.pending)
-    held.push_back(h.item);
-  for (auto& [id, r] : st.running)
-    held.push_back(r.held.item);
-  for (auto& [id, token] : st.finishing_items) {
-    work_item item;
-    item.work_id = id;
-    item.butler = cfg.name;
-    item.lease_token = token;
-    held.push_back(std::move(item));
-  }
-  for (auto& item : held) {
+}
+
+/// Stops working on `work_id`: another holder has its lease now.
+void lose(butler_ptr self, const std::string& work_id) {
+  auto& st = self->state;
+  ++st.status.fenced;
+  st.fenced->inc();
+  st.waiters.erase(work_id);
+  st.pool->take_waiting(work_id);
+  if (auto* running = st.pool->running(work_id))
+    stop_session(self, *running, false);
+  update_gauges(self);
+}
+
+/// Renews every lease held: waiting, running and finishing items.
+void renew_leases(butler_ptr self) {
+  auto& st = self->state;
+  auto lease_s = st.params.cfg.lease_s;
+  for (auto& item : st.pool->leases()) {
     st.writes.work(
-      self, op_for(work_op_kind::renew, item, cfg.lease_s),
-      [self, item](const work_result& r) {
-        if (r.ok)
-          return;
-        auto& st = self->state;
-        auto still_held = st.holds(item.work_id)
-                          || st.finishing_items.count(item.work_id) > 0;
-        if (!still_held)
-          return; // finished meanwhile: its result is written
-        // Lost to another holder: stop working on it.
-        ++st.status.fenced;
-        st.fenced->inc();
-        st.waiters.erase(item.work_id);
-        auto& q = st.pending;
-        q.erase(std::remove_if(q.begin(), q.end(),
-                               [&](const held_item& h) {
-                                 return h.item.work_id == item.work_id;
-                               }),
-                q.end());
-        auto i = st.running.find(item.work_id);
-        if (i != st.running.end())
-          stop_session(self, i->second, false);
-        update_gauges(self);
+      self, op_for(work_op_kind::renew, item, lease_s),
+      [self, work_id = item.work_id](const work_result& r) {
+        // Finished meanwhile (its result is written), or lost.
+        if (!r.ok && self->state.pool->holds_lease(work_id))
+          lose(self, work_id);
       },
       [](const caf::error&) {
         // Database away: the next tick renews again.
       });
   }
-  auto room = static_cast<int64_t>(cfg.max_pending)
-              + cfg.max_concurrent_sessions
-              - static_cast<int64_t>(st.pending.size() + st.appending
-                                     + st.active());
-  if (room > 0 && !st.leasing) {
-    st.leasing = true;
-    work_op op;
-    op.kind = work_op_kind::lease;
-    op.item.butler = cfg.name;
-    op.lease_s = cfg.lease_s;
-    op.limit = static_cast<uint32_t>(room);
-    op.owner = st.owner;
-    op.own = !st.recovered_own;
-    st.writes.work(
-      self, std::move(op),
-      [self](work_result& r) {
-        auto& st = self->state;
-        st.leasing = false;
-        if (!r.ok)
-          return; // the statement failed: try again next tick
-        st.recovered_own = true;
-        for (auto& item : r.items) {
-          route_envelope env;
-          if (auto bad = parse_route(item.envelope, env)) {
-            // Stored envelopes were validated on accept; one that no
-            // longer parses (schema changed) ends as a validation error.
-            session_outcome out;
-            out.work_id = item.work_id;
-            out.lease_token = item.lease_token;
-            out.state = "error";
-            out.response = make_error_response(item.request_id,
-                                               bad->error_class, bad->message,
-                                               false);
-            out.response.work_id = item.work_id;
-            out.response.subrequest_id = item.subrequest_id;
-            out.response.segment_id = item.segment_id;
-            write_outcome(self, std::move(out));
-            continue;
-          }
-          ++st.status.recovered;
-          st.recovered->inc();
-          spdlog::info("butler {}: recovered work {} (attempts {})",
-                       st.params.cfg.name, item.work_id, item.attempts);
-          st.pending.push_back(held_item{std::move(item),
-                                         std::move(env),
-                                         std::chrono::steady_clock::now(),
-                                         {}});
-        }
-        pump(self);
-      },
-      [self](const caf::error&) {
-        // Database away: the next tick tries again.
-        self->state.leasing = false;
-      });
+}
+
+/// Queues the items recovery leased (`r` answered a `lease` op).
+void take_recovered(butler_ptr self, work_result& r) {
+  auto& st = self->state;
+  st.recovered_own = true;
+  for (auto& item : r.items) {
+    route_envelope env;
+    if (auto bad = parse_route(item.envelope, env)) {
+      // Stored envelopes were validated on accept; one that no longer
+      // parses (schema changed) ends as a validation error.
+      session_outcome out;
+      out.work_id = item.work_id;
+      out.lease_token = item.lease_token;
+      out.state = "error";
+      out.response = make_error_response(item.request_id, bad->error_class,
+                                         bad->message, false);
+      out.response.work_id = item.work_id;
+      out.response.subrequest_id = item.subrequest_id;
+      out.response.segment_id = item.segment_id;
+      write_outcome(self, std::move(out));
+      continue;
+    }
+    ++st.status.recovered;
+    st.recovered->inc();
+    spdlog::info("butler {}: recovered work {} (attempts {})",
+                 st.params.cfg.name, item.work_id, item.attempts);
+    st.pool->enqueue(held_item{std::move(item),
+                               std::move(env),
+                               std::chrono::steady_clock::now(),
+                               {}});
+  }
+  pump(self);
+}
+
+/// Leases items whose holder is gone, as many as slots and queue have room
+/// for; one such request at a time.
+void recover(butler_ptr self) {
+  auto& st = self->state;
+  auto room = st.pool->room();
+  if (room == 0 || st.leasing)
+    return;
+  st.leasing = true;
+  work_op op;
+  op.kind = work_op_kind::lease;
+  op.item.butler = st.params.cfg.name;
+  op.lease_s = st.params.cfg.lease_s;
+  op.limit = room;
+  op.owner = st.owner;
+  op.own = !st.recovered_own;
+  st.writes.work(
+    self, std::move(op),
+    [self](work_result& r) {
+      self->state.leasing = false;
+      if (r.ok) // else the statement failed: try again next tick
+        take_recovered(self, r);
+    },
+    [self](const caf::error&) {
+      // Database away: the next tick tries again.
+      self->state.leasing = false;
+    });
+}
+
+/// Renews every lease held (pending and running items) and
+/// recovers items whose holder is gone, as far as the pending queue has
+/// room. Runs every lease_s / 3 seconds and once at start.
+void tick(butler_ptr self) {
+  auto& st = self->state;
+  ++st.ticks;
+  age_foreign_waiters(self);
+  // Without the database the writer would refuse every renewal and
+  // recovery: wait for the next tick rather than count refusals.
+  if (st.ctx->status.database_ready) {
+    renew_leases(self);
+    recover(self);
   }
   pump(self);
 }
@@ -652,62 +600,74 @@ void fire(butler_ptr self, uint32_t i) {
   arm(self, i);
 }
 
-} // namespace
-
-butler_config default_general() {
-  butler_config c;
-  c.name = "general";
-  c.description = "Fallback for anything no specialist claims";
-  c.max_concurrent_sessions = 3;
-  return c;
-}
-
-butler_config messenger_butler(const messenger_config& m) {
-  butler_config c;
-  c.name = "messenger";
-  c.description = "The only outbound delivery path (notify.v1)";
-  c.capabilities = {"route.execute"};
-  c.max_concurrent_sessions = m.max_concurrent_sessions;
-  c.max_pending = m.max_pending;
-  c.session_timeout_s = 300;
-  c.runtime.kind = runtime_kind::delivery;
-  return c;
-}
-
-butler_actor::behavior_type butler(
-  butler_actor::stateful_pointer<butler_state> self, butler_params params,
-  inbox_writer_actor writer, node_context_ptr ctx) {
+/// Cancels `work_id`: stops its session, or ends it cancelled while it
+/// waits. False when it is not here.
+bool cancel(butler_ptr self, const std::string& work_id) {
   auto& st = self->state;
-  st.params = std::move(params);
-  st.writer = std::move(writer);
-  st.writes.set_writer(st.writer);
-  st.ctx = std::move(ctx);
-  auto& cfg = st.params.cfg;
-  st.owner = st.params.node + "/" + make_uuid_v7().to_string();
-  st.status.name = cfg.name;
-  st.status.max_concurrent_sessions = cfg.max_concurrent_sessions;
-  st.status.max_pending = cfg.max_pending;
-  st.session.butler = cfg.name;
-  st.session.runtime = cfg.runtime;
-  st.session.timeout = std::chrono::seconds{cfg.session_timeout_s};
-  st.session.adapters = st.params.adapters;
-  if (cfg.runtime.kind == runtime_kind::delivery)
-    // A job per running session, plus room for those of cancelled
-    // sessions still finishing.
-    st.session.pool = std::make_shared<
-      blocking_pool>(std::min<uint32_t>(cfg.max_concurrent_sessions, 8),
-                     2 * size_t{cfg.max_concurrent_sessions});
-  for (auto& sch : cfg.schedules) {
-    if (sch.cron.empty()) {
-      st.crons.emplace_back();
-      continue;
-    }
-    std::string error;
-    st.crons.push_back(cron_schedule::parse(sch.cron, &error));
-    if (!st.crons.back())
-      spdlog::error("butler {}: schedule {}: {}", cfg.name, sch.name, error);
+  if (auto* running = st.pool->running(work_id)) {
+    stop_session(self, *running, false);
+    return true;
   }
-  auto label = "butler=\"" + cfg.name + "\"";
+  auto held = st.pool->take_waiting(work_id);
+  if (!held)
+    return false;
+  session_outcome out;
+  out.work_id = held->item.work_id;
+  out.lease_token = held->item.lease_token;
+  out.state = "cancelled";
+  out.response = error_for(*held, "internal_error", "cancelled");
+  write_outcome(self, std::move(out));
+  update_gauges(self);
+  return true;
+}
+
+/// Hands steer input to the running session of `work_id`, or adds it to
+/// the item's pending input while it waits. False when it is not here.
+bool steer(butler_ptr self, const std::string& work_id, steer_input& in) {
+  auto& st = self->state;
+  if (auto* running = st.pool->running(work_id)) {
+    self->send(caf::actor_cast<session_actor>(running->session), steer_atom_v,
+               std::move(in));
+    return true;
+  }
+  if (auto* held = st.pool->waiting(work_id)) {
+    in.arrived_us = unix_now_us();
+    held->steer.pending.push_back(std::move(in));
+    return true;
+  }
+  return false;
+}
+
+/// Stops every session that has run its whole timeout, then waits for the
+/// earliest one still running (one timer, not one per session).
+void on_timeout(butler_ptr self) {
+  auto timeouts = self->state.pool->on_timeout(self->clock().now());
+  for (auto& id : timeouts.expired)
+    if (auto* running = self->state.pool->running(id))
+      stop_session(self, *running, true);
+  if (timeouts.next)
+    self->delayed_send(self, *timeouts.next, caf::timeout_atom_v);
+}
+
+/// Ticks, then arms the next tick: until the first recovery of this node's
+/// own work has gone through (at start the writer may not have connected
+/// yet), and while there is nothing to renew, soon rather than a whole
+/// interval later: after 250 ms, then twice as long each time.
+void on_tick(butler_ptr self) {
+  tick(self);
+  auto& st = self->state;
+  auto next = tick_interval(st.params.cfg);
+  if (!st.recovered_own && st.pool->idle()) {
+    next = std::min(next, st.first_recovery_delay);
+    st.first_recovery_delay = std::min(next * 2, tick_interval(st.params.cfg));
+  }
+  self->delayed_send(self, next, caf::tick_atom_v);
+}
+
+/// Registers the butler's metrics (labelled with its name).
+void init_metrics(butler_ptr self) {
+  auto& st = self->state;
+  auto label = "butler=\"" + st.params.cfg.name + "\"";
   auto& m = st.ctx->metrics;
   st.active_sessions = &m.get_gauge("butlers_spawner_active_sessions",
                                     "Sessions running", label);
@@ -740,99 +700,128 @@ butler_actor::behavior_type butler(
                                 "Work items taken over after their lease "
                                 "expired",
                                 label);
+}
+
+/// Parses the cron schedules (a bad one is logged and never fires) and
+/// arms every schedule.
+void init_schedules(butler_ptr self) {
+  auto& st = self->state;
+  auto& cfg = st.params.cfg;
+  for (auto& sch : cfg.schedules) {
+    if (sch.cron.empty()) {
+      st.crons.emplace_back();
+      continue;
+    }
+    std::string error;
+    st.crons.push_back(cron_schedule::parse(sch.cron, &error));
+    if (!st.crons.back())
+      spdlog::error("butler {}: schedule {}: {}", cfg.name, sch.name, error);
+  }
   for (uint32_t i = 0; i < cfg.schedules.size(); ++i)
     arm(self, i);
+}
+
+} // namespace
+
+butler_config default_general() {
+  butler_config c;
+  c.name = "general";
+  c.description = "Fallback for anything no specialist claims";
+  c.max_concurrent_sessions = 3;
+  return c;
+}
+
+namespace {
+
+/// Runs every item as a session of the butler's runtime.
+class session_runner final : public work_runner {
+ public:
+  explicit session_runner(const butler_config& cfg) {
+    params_.butler = cfg.name;
+    params_.runtime = cfg.runtime;
+    params_.kind = runtime_of(cfg.runtime);
+    params_.timeout = std::chrono::seconds{cfg.session_timeout_s};
+  }
+
+  session_actor start(butler_ptr self, held_item& held) override {
+    return self->spawn<caf::linked>(session, params_, held.item, held.env,
+                                    butler_actor{self}, std::move(held.steer));
+  }
+
+ private:
+  session_params params_;
+};
+
+} // namespace
+
+work_runner::~work_runner() = default;
+
+std::optional<route_rejection> work_runner::admit(const route_request&,
+                                                  const route_envelope&) const {
+  return std::nullopt;
+}
+
+bool work_runner::answers_switchboard() const {
+  return true;
+}
+
+butler_actor::behavior_type butler(butler_ptr self, butler_params params,
+                                   inbox_writer_actor writer,
+                                   node_context_ptr ctx) {
+  auto runner = std::make_unique<session_runner>(params.cfg);
+  return butler_with(self, std::move(params), std::move(writer), std::move(ctx),
+                     std::move(runner));
+}
+
+butler_actor::behavior_type butler_with(butler_ptr self, butler_params params,
+                                        inbox_writer_actor writer,
+                                        node_context_ptr ctx,
+                                        std::unique_ptr<work_runner> runner) {
+  auto& st = self->state;
+  st.params = std::move(params);
+  st.writer = std::move(writer);
+  st.writes.set_writer(st.writer);
+  st.ctx = std::move(ctx);
+  st.runner = std::move(runner);
+  auto& cfg = st.params.cfg;
+  st.owner = st.params.node + "/" + make_uuid_v7().to_string();
+  st.status.name = cfg.name;
+  st.status.max_concurrent_sessions = cfg.max_concurrent_sessions;
+  st.status.max_pending = cfg.max_pending;
+  st.pool.emplace(cfg.name, cfg.max_concurrent_sessions, cfg.max_pending,
+                  std::chrono::seconds{cfg.session_timeout_s});
+  init_metrics(self);
+  init_schedules(self);
   self->send(self, caf::tick_atom_v);
   return {
     [self](route_atom, route_request& req) -> caf::result<route_response> {
       return accept(self, req);
     },
-    [self](cancel_atom, const std::string& work_id) -> bool {
-      auto& st = self->state;
-      auto i = st.running.find(work_id);
-      if (i != st.running.end()) {
-        stop_session(self, i->second, false);
-        return true;
-      }
-      auto& q = st.pending;
-      auto j = std::find_if(q.begin(), q.end(), [&](const held_item& h) {
-        return h.item.work_id == work_id;
-      });
-      if (j == q.end())
-        return false;
-      session_outcome out;
-      out.work_id = j->item.work_id;
-      out.lease_token = j->item.lease_token;
-      out.state = "cancelled";
-      out.response = error_for(*j, "internal_error", "cancelled");
-      q.erase(j);
-      write_outcome(self, std::move(out));
-      update_gauges(self);
-      return true;
+    [self](cancel_atom, const std::string& work_id) {
+      return cancel(self, work_id);
     },
-    [self](steer_atom, const std::string& work_id, steer_input& in) -> bool {
-      auto& st = self->state;
-      auto i = st.running.find(work_id);
-      if (i != st.running.end()) {
-        self->send(i->second.session, steer_atom_v, std::move(in));
-        return true;
-      }
-      for (auto& h : st.pending) {
-        if (h.item.work_id == work_id) {
-          // Still waiting for a slot: joins the pending input.
-          in.arrived_us = unix_now_us();
-          h.steer.pending.push_back(std::move(in));
-          return true;
-        }
-      }
-      return false;
+    [self](steer_atom, const std::string& work_id, steer_input& in) {
+      return steer(self, work_id, in);
     },
     [self](status_atom) {
       auto& st = self->state;
       auto s = st.status;
-      s.active = st.active();
-      s.pending = static_cast<uint32_t>(st.pending.size() + st.appending);
+      s.active = st.pool->active();
+      s.pending = st.pool->queued();
       return s;
     },
     [self](done_atom, session_outcome& out) {
       on_done(self, out);
     },
     [self](caf::tick_atom) {
-      tick(self);
-      // Until the first recovery of this node's own work has gone through
-      // (at start the writer may not have connected yet), and while there
-      // is nothing to renew, tick again soon rather than a whole interval
-      // later: after 250 ms, then twice as long each time.
-      auto& st = self->state;
-      auto next = tick_interval(st.params.cfg);
-      if (!st.recovered_own && st.pending.empty() && st.running.empty()) {
-        next = std::min(next, st.first_recovery_delay);
-        st.first_recovery_delay = std::min(next * 2,
-                                           tick_interval(st.params.cfg));
-      }
-      self->delayed_send(self, next, caf::tick_atom_v);
+      on_tick(self);
     },
     [self](schedule_atom, uint32_t i) {
       if (i < self->state.params.cfg.schedules.size())
         fire(self, i);
     },
     [self](caf::timeout_atom) {
-      // Stops every session that has run its whole timeout, then waits for
-      // the earliest one still running (one timer, not one per session).
-      auto& st = self->state;
-      st.timeout_armed = false;
-      auto now = self->clock().now();
-      auto next = caf::actor_clock::time_point::max();
-      for (auto& [id, r] : st.running) {
-        if (now >= r.timeout_at)
-          stop_session(self, r, true);
-        else
-          next = std::min(next, r.timeout_at);
-      }
-      if (next != caf::actor_clock::time_point::max()) {
-        st.timeout_armed = true;
-        self->delayed_send(self, next - now, caf::timeout_atom_v);
-      }
+      on_timeout(self);
     },
   };
 }

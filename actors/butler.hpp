@@ -2,14 +2,12 @@
 
 #include <chrono>
 #include <cstdint>
-#include <deque>
+#include <memory>
 #include <optional>
-#include <random>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
-#include <caf/actor_clock.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
@@ -19,14 +17,14 @@
 #include "actors/writer_client.hpp"
 #include "runtime/config.hpp"
 #include "runtime/cron.hpp"
+#include "runtime/session_pool.hpp"
 
 namespace butlers {
 
 /// Everything a butler actor is made from.
 struct butler_params {
   butler_config cfg;
-  /// The messenger's channel adapters; `cfg.runtime.kind` is "delivery"
-  /// for the messenger and the adapters are used only then.
+  /// The messenger's channel adapters (used by the messenger only).
   std::vector<delivery_adapter_config> adapters;
   /// Names this node in leases.
   std::string node;
@@ -36,27 +34,30 @@ struct butler_params {
   caf::actor listener;
 };
 
-/// A work item this butler holds the lease of.
-struct held_item {
-  work_item item;
-  route_envelope env;
-  /// When the butler accepted (or recovered) it.
-  std::chrono::steady_clock::time_point since;
-  /// A thread's run: steer input that arrived while the item waited for a
-  /// slot, and the thread to tell when input is applied.
-  session_steer steer;
-  /// Stored `running` with its first attempt counted (a slot was free when
-  /// it was accepted): its session needs no start write.
-  bool started = false;
-};
+struct butler_state;
 
-/// A session slot in use.
-struct running_session {
-  held_item held;
-  session_actor session;
-  std::chrono::steady_clock::time_point started;
-  /// When its session timeout passes (the actor clock's time).
-  caf::actor_clock::time_point timeout_at;
+using butler_ptr = butler_actor::stateful_pointer<butler_state>;
+
+/// How a butler runs the work it admitted: a butler runs sessions of its
+/// runtime, the messenger (actors/messenger.hpp) delivers. Everything else
+/// (admission, the work items, their leases and results) is the same.
+class work_runner {
+ public:
+  virtual ~work_runner();
+
+  /// Rules of its own for `env` (parsed from `req`), checked after the
+  /// butler's: a rejection, or nullopt. None by default.
+  virtual std::optional<route_rejection> admit(const route_request& req,
+                                               const route_envelope& env) const;
+
+  /// Starts the work of `held` (its steer input may be moved out). Returns
+  /// its session, or null when it runs without one; either way
+  /// `done_atom, session_outcome` reaches `self` when it ends.
+  virtual session_actor start(butler_ptr self, held_item& held) = 0;
+
+  /// The result of an item no dispatcher waits for here (recovered after
+  /// its holder died) goes to this node's switchboard. True by default.
+  virtual bool answers_switchboard() const;
 };
 
 struct butler_state {
@@ -66,18 +67,10 @@ struct butler_state {
   /// Work-item writes go out through this (few requests).
   writer_client writes;
   node_context_ptr ctx;
-  session_params session;
-  /// Leased items waiting for a slot (bounded by max_pending together with
-  /// `appending`).
-  std::deque<held_item> pending;
-  /// Accepted route.execute calls whose work item is being stored.
-  uint32_t appending = 0;
-  /// Running sessions by work id.
-  std::unordered_map<std::string, running_session> running;
-  /// A `timeout_atom` is on its way (one at a time, due at the earliest
-  /// `timeout_at` it was armed for: every session of a butler has the same
-  /// timeout, so a later start never needs an earlier timer).
-  bool timeout_armed = false;
+  /// Runs what the butler admitted.
+  std::unique_ptr<work_runner> runner;
+  /// Admission, the waiting and running items and their deadlines.
+  std::optional<session_pool> pool;
   /// Who gets `done_atom, route_response` when an item's result is durable,
   /// by work id (the dispatchers of its route.execute calls).
   std::unordered_map<std::string, std::vector<caf::actor>> waiters;
@@ -85,13 +78,8 @@ struct butler_state {
   /// tick count when they were added: dropped after a few ticks unless the
   /// item turns up here.
   std::unordered_map<std::string, uint64_t> foreign_waiters;
+  /// Ticks so far (the age of foreign waiters).
   uint64_t ticks = 0;
-  /// Finished sessions whose result is being written (fenced).
-  uint32_t finishing = 0;
-  /// Items whose session ended and whose reply and result are on their way
-  /// out, with their lease tokens: still renewed until the result is
-  /// written.
-  std::unordered_map<std::string, int64_t> finishing_items;
   /// Holder name in leases: "NODE/INCARNATION", new at every spawn.
   std::string owner;
   /// The first recovery also takes the leases earlier incarnations on this
@@ -116,30 +104,22 @@ struct butler_state {
   counter* overload = nullptr;
   counter* fenced = nullptr;
   counter* recovered = nullptr;
-
-  /// The item is pending or running here.
-  bool holds(const std::string& work_id) const {
-    if (running.count(work_id) > 0)
-      return true;
-    for (auto& h : pending)
-      if (h.item.work_id == work_id)
-        return true;
-    return false;
-  }
-
-  uint32_t active() const {
-    return static_cast<uint32_t>(running.size());
-  }
 };
 
-/// A butler (see `butler_actor`).
-butler_actor::behavior_type butler(
-  butler_actor::stateful_pointer<butler_state> self, butler_params params,
-  inbox_writer_actor writer, node_context_ptr ctx);
+/// A butler (see `butler_actor`) whose work items run as sessions of its
+/// runtime.
+butler_actor::behavior_type butler(butler_ptr self, butler_params params,
+                                   inbox_writer_actor writer,
+                                   node_context_ptr ctx);
 
-/// The built-in butlers every node has unless configured: `general` (the
-/// router's fallback, scripted) and the `messenger` (delivery).
+/// A butler whose work items run through `runner`.
+butler_actor::behavior_type butler_with(butler_ptr self, butler_params params,
+                                        inbox_writer_actor writer,
+                                        node_context_ptr ctx,
+                                        std::unique_ptr<work_runner> runner);
+
+/// The built-in butler every node has unless configured: `general` (the
+/// router's fallback, scripted).
 butler_config default_general();
-butler_config messenger_butler(const messenger_config& m);
 
 } // namespace butlers

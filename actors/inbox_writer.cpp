@@ -594,11 +594,10 @@ inbox_writer_actor::behavior_type inbox_writer(
   node_context_ptr ctx) {
   auto db = cfg;
   auto make = [db, owner, lease_s](writer_ptr writer, uint32_t index) {
-    return writer
-      ->spawn<caf::detached + caf::linked>(inbox_connection, index, db, owner,
-                                           lease_s,
-                                           caf::actor_cast<inbox_writer_actor>(
-                                             writer));
+    return writer->spawn<caf::detached + caf::linked>(inbox_connection, index,
+                                                      db, owner, lease_s,
+                                                      inbox_writer_actor{
+                                                        writer});
   };
   return inbox_writer_with(self, std::move(cfg), std::move(ctx), make);
 }

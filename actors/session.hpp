@@ -1,6 +1,5 @@
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -12,34 +11,82 @@
 #include "actors/interfaces.hpp"
 #include "runtime/blocking_pool.hpp"
 #include "runtime/config.hpp"
+#include "runtime/delivery.hpp"
 #include "runtime/route.hpp"
-#include "runtime/scripted.hpp"
+#include "runtime/session_pool.hpp"
 
 namespace butlers {
 
-class subprocess;
+/// The runtimes a session can have. `runtime.kind` is read into this once
+/// (`runtime_of`); `delivery` is the messenger's.
+enum class session_runtime : uint8_t {
+  /// Timed turns and a templated reply (runtime/scripted.hpp).
+  scripted,
+  /// A coding-agent CLI in a subprocess.
+  cli,
+  /// The messenger: a notify.v1 through its channel adapters.
+  delivery,
+};
+
+/// The runtime `rt.kind` names ("scripted", "cli", "delivery"; the config
+/// was validated, so anything else is scripted).
+session_runtime runtime_of(const runtime_config& rt);
 
 /// What a session needs to know about its butler.
 struct session_params {
   std::string butler;
-  /// The adapter: kind "scripted", "cli", or "delivery" (the messenger).
+  /// The runtime's settings.
   runtime_config runtime;
+  /// Which runtime (from `runtime.kind`).
+  session_runtime kind = session_runtime::scripted;
   std::chrono::milliseconds timeout{600000};
-  /// delivery: the messenger's channel adapters (empty: one outbox,
-  /// "outbox.jsonl" in the working directory).
-  std::vector<delivery_adapter_config> adapters;
+  /// delivery: the messenger's channel adapters.
+  std::vector<delivery_adapter_ptr> adapters;
   /// delivery: the messenger's threads for the blocking sends (null: a
   /// thread of its own per delivery).
   std::shared_ptr<blocking_pool> pool;
 };
 
-/// A run's steer channel: input that arrived before the session started
-/// (it joined the work item's pending input), and who hears about applied
-/// input (the thread that owns the run; null for routed work).
-struct session_steer {
-  std::vector<steer_input> pending;
-  caf::actor observer;
+struct session_state;
+
+using session_ptr = session_actor::stateful_pointer<session_state>;
+
+/// A session's result (route_response.result) and the reply the user
+/// should see ("" for none).
+struct session_answer {
+  std::string result;
+  std::string reply;
 };
+
+/// What does a session's work: one implementation per runtime, made once
+/// per session by `make_session_adapter`. The session actor owns the
+/// protocol (steer inbox, cancel, timeout, reporting to the butler); the
+/// adapter runs the work and hears about the session's messages.
+class session_adapter {
+ public:
+  virtual ~session_adapter();
+
+  /// Begins the work. It ends with `done_atom, adapter_result` to the
+  /// session (an adapter that blocks sends it from its own thread), or,
+  /// for an adapter that runs turns on the session's clock, by finishing
+  /// the session from `on_turn`.
+  virtual void start(session_ptr self) = 0;
+
+  /// A turn the adapter timed has ended (`turn_atom`). Adapters that time
+  /// no turns never get one.
+  virtual void on_turn(session_ptr self);
+
+  /// The session is cancelled or timed out: stop the work under way (kill
+  /// a process group, end retries). Nothing to stop by default.
+  virtual void stop();
+
+  /// What the session answers for the adapter's final text.
+  virtual session_answer answer(std::string text) const;
+};
+
+/// The adapter for sessions of `params.kind`.
+std::unique_ptr<session_adapter> make_session_adapter(
+  const session_params& params);
 
 struct session_state {
   static inline const char* name = "session";
@@ -48,22 +95,14 @@ struct session_state {
   route_envelope env;
   butler_actor butler;
   std::chrono::steady_clock::time_point started;
-  /// scripted: the script and the turns done so far.
-  scripted_script script;
-  uint32_t turn = 0;
+  /// Runs the work (see `session_adapter`).
+  std::unique_ptr<session_adapter> adapter;
   /// Steer inputs not yet applied (drained at the next boundary), and who
   /// hears about applied ones.
   std::vector<steer_input> steer_inbox;
   caf::actor observer;
-  /// scripted: one JSON object per turn begun, with its start time and the
-  /// message ids of the steer inputs applied at the boundary before it.
-  std::string turn_log;
-  /// scripted: turns added because steer input arrived during the last one.
-  uint32_t extra_turns = 0;
-  /// cli: the running program (its group is killed on cancel and exit).
-  std::shared_ptr<subprocess> proc;
-  /// delivery: set to stop retrying.
-  std::shared_ptr<std::atomic<bool>> stop;
+  /// The turns begun so far (the adapter's turns).
+  uint32_t turn = 0;
   /// The outcome went to the butler; later events are ignored.
   bool finished = false;
 };
@@ -80,16 +119,17 @@ session_outcome delivery_outcome(const work_item& item,
                                  std::chrono::steady_clock::time_point started,
                                  adapter_result r);
 
-/// The messenger's delivery of `item` when only outbox adapters serve its
-/// channel (or it is refused outright): no session actor, since nothing
-/// blocks, nothing can be steered and nothing needs a timer of its own
-/// (each session actor's start and end cost as much CPU as the delivery).
-/// The lines go to their files' writer threads and `butler` gets the
+/// Runs `item` without a session actor where its runtime allows: the
+/// messenger's deliveries when only nonblocking adapters (outboxes) serve
+/// the channel, or when the delivery is refused outright. Nothing blocks,
+/// nothing can be steered and nothing needs a timer of its own (each
+/// session actor's start and end cost as much CPU as the delivery). The
+/// lines go to their files' writer threads and `butler` gets the
 /// `session_outcome` (done_atom) as from a session. Returns false, doing
-/// nothing, when a webhook serves the channel: then a session runs it.
-bool deliver_without_session(const session_params& params,
-                             const work_item& item, const route_envelope& env,
-                             butler_actor butler);
+/// nothing, when the item needs a session (any other runtime, or a
+/// delivery through an adapter that blocks, such as a webhook).
+bool run_without_session(const session_params& params, const work_item& item,
+                         const route_envelope& env, butler_actor butler);
 
 /// The prompt a CLI runtime gets: the butler's role, the request context as
 /// data, and the user's text fenced as untrusted data (spec 001 §6.1).

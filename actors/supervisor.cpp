@@ -14,6 +14,7 @@
 #include "actors/db_reader.hpp"
 #include "actors/inbox_scanner.hpp"
 #include "actors/inbox_writer.hpp"
+#include "actors/messenger.hpp"
 #include "actors/registry.hpp"
 #include "actors/switchboard.hpp"
 #include "actors/thread_directory.hpp"
@@ -93,8 +94,11 @@ void start_group(supervisor_ptr self) {
     params.adapters = s.messenger.adapters;
     params.node = s.node.name;
     params.cfg = cfg;
-    auto hdl = self->spawn<caf::linked>(butler, std::move(params), st.writer,
-                                        st.ctx);
+    auto hdl = cfg.name == "messenger"
+                 ? self->spawn<caf::linked>(messenger, std::move(params),
+                                            st.writer, st.ctx)
+                 : self->spawn<caf::linked>(butler, std::move(params),
+                                            st.writer, st.ctx);
     registry_entry entry;
     entry.name = cfg.name;
     entry.description = cfg.description;

@@ -24,6 +24,7 @@
 
 #include "actors/butler.hpp"
 #include "actors/inbox_writer.hpp"
+#include "actors/messenger.hpp"
 #include "actors/registry.hpp"
 #include "actors/switchboard.hpp"
 #include "actors/type_ids.hpp"
@@ -178,7 +179,7 @@ struct cli_fixture : ::testing::Test {
     mp.cfg = messenger_butler(mc);
     mp.adapters = {outbox};
     mp.node = "cli-test";
-    messenger = sys.spawn(butler, std::move(mp), writer, ctx);
+    messenger = sys.spawn(butlers::messenger, std::move(mp), writer, ctx);
     registry_entry entry;
     entry.name = "messenger";
     caf::anon_send(reg, register_atom_v, entry, messenger);
@@ -622,8 +623,15 @@ TEST_F(ButlerNode, SigkillMidSessionThenRestartCompletesTheItemOnce) {
                              work_id);
   EXPECT_EQ(row[0].as<int>(), 2) << "one crashed session, one completed";
   EXPECT_GE(row[1].as<int>(), 2) << "leased again under a new token";
-  // The work item and its reply's delivery (one messenger item).
+  // The work item and its reply's delivery (one messenger item). The
+  // delivery's result is written apart from the item's (after its outbox
+  // sync), so it may land just after.
   EXPECT_EQ(count("health", "ok"), 1);
+  EXPECT_TRUE(eventually(
+    [&] {
+      return count("messenger", "ok") == 1;
+    },
+    10s));
   EXPECT_EQ(count("messenger", "ok"), 1);
 }
 

@@ -20,6 +20,7 @@
 #include <gtest/gtest.h>
 
 #include "actors/butler.hpp"
+#include "actors/messenger.hpp"
 #include "runtime/uuid.hpp"
 #include "test/support/deterministic.hpp"
 #include "test/support/poll.hpp"
@@ -250,7 +251,7 @@ struct Butler : test::deterministic_fixture {
     p.cfg = messenger_butler(m);
     p.adapters = m.adapters;
     p.node = "test-node";
-    auto hdl = sys.spawn(butler, std::move(p), writer, ctx);
+    auto hdl = sys.spawn(messenger, std::move(p), writer, ctx);
     spawned.push_back(hdl);
     sched.run();
     return hdl;

@@ -1,0 +1,133 @@
+#pragma once
+
+// The messenger's channel adapters: where a notify.v1 goes once the
+// messenger has it. One class per kind (a webhook, an outbox file) behind
+// `delivery_adapter`, made from `[[messenger.adapter]]` by one factory, so
+// a new channel (Telegram, SMTP) is one more subclass and one more line in
+// the factory. No actors here: the session (or the butler, for deliveries
+// that never block) decides on which thread a delivery runs.
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "runtime/config.hpp"
+#include "runtime/messages.hpp"
+#include "runtime/route.hpp"
+
+namespace butlers {
+
+/// One adapter's try at a delivery.
+struct delivery_attempt {
+  /// "" when it delivered, else why not.
+  std::string error;
+  /// A later try may succeed (a server that was down, a full queue).
+  bool retryable = false;
+};
+
+/// An outbound channel adapter (one `[[messenger.adapter]]`).
+class delivery_adapter {
+ public:
+  explicit delivery_adapter(delivery_adapter_config cfg);
+
+  virtual ~delivery_adapter();
+
+  /// Its configuration.
+  const delivery_adapter_config& config() const {
+    return cfg_;
+  }
+
+  /// It delivers for source channel `channel` (its `channels` name it, or
+  /// "*").
+  bool serves(std::string_view channel) const;
+
+  /// `post` never blocks the calling thread (then a delivery through
+  /// adapters like this one needs no thread and no session of its own).
+  virtual bool nonblocking() const;
+
+  /// Delivers `notify` (read as `view`), blocking until it is delivered or
+  /// given up; `stop`, when set, ends retries early.
+  virtual delivery_attempt deliver(const notify_view& view,
+                                   const std::string& notify,
+                                   const std::atomic<bool>* stop) const = 0;
+
+  /// Delivers `notify` and calls `done` once with the outcome, on any
+  /// thread. Blocks as `deliver` does unless `nonblocking()`.
+  virtual void post(const notify_view& view, const std::string& notify,
+                    std::function<void(delivery_attempt)> done) const;
+
+ protected:
+  delivery_adapter_config cfg_;
+};
+
+/// POSTs the notify to an http:// URL, with retries (see deliver_webhook).
+class webhook_adapter final : public delivery_adapter {
+ public:
+  using delivery_adapter::delivery_adapter;
+
+  delivery_attempt deliver(const notify_view& view, const std::string& notify,
+                           const std::atomic<bool>* stop) const override;
+};
+
+/// Appends `{"notify":...}` as one line to a file, synced; posted lines go
+/// to the file's writer thread, which syncs many at once.
+class outbox_adapter final : public delivery_adapter {
+ public:
+  using delivery_adapter::delivery_adapter;
+
+  bool nonblocking() const override;
+
+  delivery_attempt deliver(const notify_view& view, const std::string& notify,
+                           const std::atomic<bool>* stop) const override;
+
+  void post(const notify_view& view, const std::string& notify,
+            std::function<void(delivery_attempt)> done) const override;
+};
+
+using delivery_adapter_ptr = std::shared_ptr<const delivery_adapter>;
+
+/// The adapter `cfg.kind` names ("webhook" or "outbox"; the config was
+/// validated, so anything else is an outbox).
+delivery_adapter_ptr make_delivery_adapter(const delivery_adapter_config& cfg);
+
+/// The messenger's adapters, in configured order; none configured means
+/// one outbox, "outbox.jsonl" in the working directory.
+std::vector<delivery_adapter_ptr> make_delivery_adapters(
+  const std::vector<delivery_adapter_config>& configured);
+
+/// A notify and the adapters that serve its channel, in configured order.
+struct delivery_plan {
+  notify_view view;
+  std::vector<delivery_adapter_ptr> adapters;
+
+  /// No adapter of the plan blocks.
+  bool nonblocking() const;
+};
+
+/// The plan for `notify`, or the failure that ends the delivery now (not a
+/// notify.v1, or no adapter serves its channel).
+std::variant<delivery_plan, adapter_result> plan_delivery(
+  const std::vector<delivery_adapter_ptr>& adapters, const std::string& notify);
+
+/// The delivery's answer from its adapters' attempts (in plan order): the
+/// report covers them up to the first failure, which fails the delivery,
+/// retryably when any attempt may succeed later.
+adapter_result delivery_result(const delivery_plan& plan,
+                               const std::vector<delivery_attempt>& attempts);
+
+/// Delivers through every adapter of `plan` in order, blocking; stops at
+/// the first failure.
+adapter_result deliver_blocking(const delivery_plan& plan,
+                                const std::string& notify,
+                                const std::atomic<bool>* stop);
+
+/// Posts to every adapter of a nonblocking `plan` at once; `done` gets the
+/// result once all have answered (on the thread of the last one).
+void deliver_nonblocking(delivery_plan plan, const std::string& notify,
+                         std::function<void(adapter_result)> done);
+
+} // namespace butlers
