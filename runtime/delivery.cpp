@@ -153,7 +153,8 @@ adapter_result delivery_result(const delivery_plan& plan,
     auto& at = attempts[i];
     if (i > 0)
       report += ',';
-    report += R"({"kind":)" + json::quote(to_string(plan.adapters[i]->config().kind))
+    report += R"({"kind":)"
+              + json::quote(to_string(plan.adapters[i]->config().kind))
               + R"(,"delivered":)" + (at.error.empty() ? "true" : "false")
               + '}';
     if (!at.error.empty()) {
