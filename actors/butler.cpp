@@ -18,10 +18,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-/// Attempts at handing a reply to the switchboard before the work item ends
-/// `target_unavailable`.
-constexpr int notify_attempts = 3;
-
 double ms_since(std::chrono::steady_clock::time_point t) {
   using ms = std::chrono::duration<double, std::milli>;
   return ms{std::chrono::steady_clock::now() - t}.count();

@@ -125,7 +125,7 @@ inbox_scanner_actor::behavior_type inbox_scanner(
   switchboard_actor switchboard, node_context_ptr ctx) {
   auto& st = self->state;
   st.store = std::make_unique<inbox_store>(std::move(database_url), "", 0);
-  st.cfg = std::move(cfg);
+  st.cfg = cfg;
   st.switchboard = std::move(switchboard);
   st.ctx = std::move(ctx);
   st.grace_s = st.cfg.scanner_grace_s;

@@ -35,7 +35,7 @@ void configure_caf(caf::actor_system_config& cfg, const node_settings& s) {
     threads = std::max(1u, std::thread::hardware_concurrency());
   cfg.set("scheduler.max-threads", static_cast<size_t>(threads));
   cfg.set("scheduler.policy",
-          caf::atom_from_string(to_string(s.scheduler.policy)));
+          caf::atom_from_string(std::string{to_string(s.scheduler.policy)}));
   if (s.scheduler.max_throughput > 0)
     cfg.set("scheduler.max-throughput",
             static_cast<size_t>(s.scheduler.max_throughput));
@@ -194,6 +194,7 @@ int run_node(const node_settings& settings) {
   // actor (the reader) is never destroyed and the system waits for it.
   ctx->set_switchboard({});
   ctx->set_registry({});
+  ctx->set_messenger({});
   ctx->set_reader({});
   sys.await_all_actors_done();
   stopped.set_value();

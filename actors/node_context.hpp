@@ -43,6 +43,18 @@ struct node_context {
     return registry_;
   }
 
+  /// Publishes this node's messenger, the only outbound delivery path (null
+  /// while the supervisor restarts its group, and on a node without a
+  /// switchboard).
+  void set_messenger(butler_actor hdl) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    messenger_ = std::move(hdl);
+  }
+  butler_actor messenger() const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return messenger_;
+  }
+
   /// The node's cluster actor; null with the cluster
   /// off. Set once, before the supervisor starts.
   void set_cluster(cluster_actor hdl) {
@@ -83,6 +95,7 @@ struct node_context {
   mutable std::mutex mtx_;
   switchboard_actor switchboard_;
   registry_actor registry_;
+  butler_actor messenger_;
   db_reader_actor reader_;
   cluster_actor cluster_;
   thread_directory_actor threads_;

@@ -107,7 +107,9 @@ void start_group(supervisor_ptr self) {
     entry.capabilities = cfg.capabilities;
     entry.max_concurrent_sessions = cfg.max_concurrent_sessions;
     entry.node = s.node.name;
-    if (entry.name != "messenger") {
+    if (entry.name == "messenger") {
+      st.ctx->set_messenger(hdl);
+    } else {
       // The messenger delivers for its own node's switchboard only.
       hello.entries.push_back(entry);
       hello.handles.push_back(caf::actor_cast<caf::actor>(hdl));
@@ -176,6 +178,7 @@ supervisor_actor::behavior_type supervisor(
                     .count());
     st.ctx->set_switchboard({});
     st.ctx->set_registry({});
+    st.ctx->set_messenger({});
     st.ctx->set_threads({});
     self->send_exit(st.threads, caf::exit_reason::kill);
     self->send_exit(st.writer, caf::exit_reason::kill);

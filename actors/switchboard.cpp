@@ -1,9 +1,7 @@
 // The switchboard (spec 001 §6, §8, §10): the ingest boundary, the hot path
-// (stored requests queued, claimed and planned by a bounded pool of workers,
-// in causal order per source thread) and routing. What a request's routing
-// remembers once its plan is stored is a `request_tracker`; this actor
-// carries out its decisions: writes, dispatches to the butlers' hosts,
-// backoff timers, cancellations and completions.
+// (stored requests claimed and planned by a bounded pool of workers, in
+// causal order per source thread) and routing, whose decisions a plain
+// `request_tracker` makes and this actor carries out.
 
 #include "actors/switchboard.hpp"
 
@@ -201,61 +199,6 @@ bool offer(switchboard_ptr self, inbox_ref ref, std::string order_key = {},
 
 // -- the ingest boundary ------------------------------------------------------
 
-/// A batch of records at the ingest boundary: where each admitted one goes
-/// in the answer, and what the hot path needs of it once stored.
-struct ingest_batch {
-  struct admitted_record {
-    inbox_ref ref;
-    std::string dedupe_key;
-    std::string order_key;
-    std::shared_ptr<const inbox_record> record;
-  };
-  std::function<void(std::vector<append_result>&)> done;
-  std::vector<append_result> out;
-  /// Per admitted record, its index in `out`.
-  std::vector<size_t> slots;
-  std::vector<admitted_record> admitted;
-};
-
-/// Admits each record in order (draining, `max_in_flight`): refused ones
-/// get their error in `b.out`, admitted ones move to the returned vector.
-std::vector<inbox_record> admit(switchboard_ptr self, ingest_batch& b,
-                                std::vector<inbox_record>& recs) {
-  auto& st = self->state;
-  std::vector<inbox_record> admitted;
-  auto refuse = [&](size_t i, butlers_errc code, std::string msg) {
-    b.out[i].error_code = static_cast<uint8_t>(code);
-    b.out[i].error_message = std::move(msg);
-  };
-  for (size_t i = 0; i < recs.size(); ++i) {
-    if (st.ctx->status.draining) {
-      refuse(i, butlers_errc::draining, "the node is shutting down");
-    } else if (st.in_flight >= st.cfg.max_in_flight) {
-      st.metrics.overload_rejected->inc();
-      refuse(i, butlers_errc::overload_rejected,
-             "admission full: " + std::to_string(st.in_flight)
-               + " requests awaiting commit");
-    } else {
-      ++st.in_flight;
-      auto& ctx = recs[i].context;
-      // What routing needs, kept for the hot path (not the raw payload).
-      auto kept = std::make_shared<inbox_record>();
-      kept->context = ctx;
-      kept->normalized_text = recs[i].normalized_text;
-      kept->policy_tier = recs[i].policy_tier.empty() ? "default"
-                                                      : recs[i].policy_tier;
-      b.admitted.push_back({{ctx.request_id, ctx.received_at_us},
-                            recs[i].dedupe_key,
-                            order_key_of(ctx),
-                            std::move(kept)});
-      admitted.push_back(std::move(recs[i]));
-      b.slots.push_back(i);
-    }
-  }
-  st.metrics.inflight_requests->set(st.in_flight);
-  return admitted;
-}
-
 /// The writer answered the batch: counts duplicates and new requests and
 /// offers the new ones to the hot path.
 void on_stored(switchboard_ptr self, ingest_batch& b,
@@ -294,18 +237,23 @@ void on_stored(switchboard_ptr self, ingest_batch& b,
 /// unstored record carries its error code).
 void ingest_records(switchboard_ptr self, std::vector<inbox_record> recs,
                     std::function<void(std::vector<append_result>&)> done) {
+  auto& st = self->state;
   auto b = std::make_shared<ingest_batch>();
   b->done = std::move(done);
   b->out.resize(recs.size());
-  auto admitted = admit(self, *b, recs);
+  uint64_t overloaded = 0;
+  auto admitted = st.admission->admit(*b, recs, st.ctx->status.draining,
+                                      &overloaded);
+  st.metrics.overload_rejected->inc(overloaded);
+  st.metrics.inflight_requests->set(st.admission->in_flight());
   if (admitted.empty()) {
     b->done(b->out);
     return;
   }
   auto leave = [self](size_t n) {
     auto& st = self->state;
-    st.in_flight -= static_cast<uint32_t>(n);
-    st.metrics.inflight_requests->set(st.in_flight);
+    st.admission->leave(n);
+    st.metrics.inflight_requests->set(st.admission->in_flight());
   };
   // No timeout: the writer answers every append within one flush, or at
   // once with "unavailable"; if it dies, the supervisor restarts this actor
@@ -333,10 +281,9 @@ void ingest_records(switchboard_ptr self, std::vector<inbox_record> recs,
       });
 }
 
-// -- the messenger
-// -------------------------------------------------------------
+// -- the messenger ------------------------------------------------------------
 
-/// Hands a notify.v1 to the messenger; `done` gets its response.
+/// Hands a notify.v1 to this node's messenger; `done` gets its response.
 void hand_to_messenger(switchboard_ptr self, std::string notify,
                        std::function<void(route_response)> done) {
   auto& st = self->state;
@@ -349,52 +296,34 @@ void hand_to_messenger(switchboard_ptr self, std::string notify,
     done(make_error_response({}, bad->error_class, bad->message, false));
     return;
   }
-  auto reg = registry_of(self);
-  if (!reg) {
+  auto messenger = st.ctx->messenger();
+  if (!messenger) {
     st.metrics.notify_rejected->inc();
     done(make_error_response({}, "target_unavailable",
-                             "no butler registry on this node", true));
+                             "no messenger on this node", true));
     return;
   }
-  auto fail = [self, done](const caf::error& err) {
-    self->state.metrics.notify_rejected->inc();
-    done(make_error_response({}, "target_unavailable",
-                             "messenger unreachable: "
-                               + self->system().render(err),
-                             true));
-  };
-  auto hand_over = [self, envelope, parsed, done,
-                    fail](const butler_actor& messenger) mutable {
-    route_request req{std::move(envelope),
-                      "switchboard",
-                      {},
-                      {},
-                      std::move(parsed)};
-    self->request(messenger, local_call, route_atom_v, std::move(req))
-      .then(
-        [self, done](route_response& r) {
-          if (r.status == "error")
-            self->state.metrics.notify_rejected->inc();
-          else
-            self->state.metrics.notify_handed->inc();
-          done(std::move(r));
-        },
-        [self, fail](const caf::error& err) {
-          self->state.hosts.forget("messenger");
-          fail(err);
-        });
-  };
-  if (auto messenger = known_host(self, "messenger")) {
-    hand_over(messenger);
-    return;
-  }
-  self->request(reg, local_call, lookup_atom_v, "messenger")
+  route_request req{std::move(envelope),
+                    "switchboard",
+                    {},
+                    {},
+                    std::move(parsed)};
+  self->request(messenger, local_call, route_atom_v, std::move(req))
     .then(
-      [self, hand_over](butler_actor& messenger) mutable {
-        remember_host(self, "messenger", messenger);
-        hand_over(messenger);
+      [self, done](route_response& r) {
+        if (r.status == "error")
+          self->state.metrics.notify_rejected->inc();
+        else
+          self->state.metrics.notify_handed->inc();
+        done(std::move(r));
       },
-      fail);
+      [self, done](const caf::error& err) {
+        self->state.metrics.notify_rejected->inc();
+        done(make_error_response({}, "target_unavailable",
+                                 "messenger unreachable: "
+                                   + self->system().render(err),
+                                 true));
+      });
 }
 
 // -- carrying out the tracker's decisions -------------------------------------
@@ -439,8 +368,7 @@ void complete(switchboard_ptr self, finished_request f) {
   auto state = f.done.state;
   self->state.writes.complete(
     self, std::move(f.done),
-    [self, id, state, reply = std::move(f.reply), ctx = std::move(f.context),
-     attempts = f.attempts](bool applied) {
+    [self, id, state, notify = std::move(f.notify)](bool applied) {
       auto& st = self->state;
       forget_request(self, id);
       if (!applied) {
@@ -449,16 +377,11 @@ void complete(switchboard_ptr self, finished_request f) {
         st.metrics.lifecycle_parsed->inc();
       } else {
         st.metrics.lifecycle_errored->inc();
-        auto key = "error:" + ctx.request_id + ":" + std::to_string(attempts);
-        hand_to_messenger(self,
-                          make_notify_json(envelope_for(ctx), "switchboard",
-                                           reply, key),
-                          [id](const route_response& r) {
-                            if (r.status == "error")
-                              spdlog::warn("request {}: error reply not "
-                                           "delivered: {}",
-                                           id, r.error_message);
-                          });
+        hand_to_messenger(self, notify, [id](const route_response& r) {
+          if (r.status == "error")
+            spdlog::warn("request {}: error reply not delivered: {}", id,
+                         r.error_message);
+        });
       }
       pump(self);
     },
@@ -505,26 +428,12 @@ struct outbound {
 /// The butler answered the dispatch at its door.
 void on_door_answer(switchboard_ptr self, const outbound& o,
                     route_response& r) {
-  auto& tracker = *self->state.tracker;
-  if (r.status == "accepted") {
-    tracker.on_accepted(o.request_id, o.attempt_id, r.work_id,
-                        std::chrono::steady_clock::now());
-    return;
-  }
-  // Refused at the door. A full butler's refusal is flow control: wait for
-  // room. Anything else (validation) is the outcome of this attempt.
-  if (r.error_class == "overload_rejected") {
-    tracker_actions out;
-    tracker.on_refused_full(o.request_id, o.attempt_id, r.error_message,
-                            std::chrono::steady_clock::now(), out);
-    carry_out(self, std::move(out));
-    return;
-  }
-  r.request_id = o.request_id;
-  r.segment_id = o.attempt_id;
   using ms = std::chrono::duration<double, std::milli>;
-  r.duration_ms = ms{std::chrono::steady_clock::now() - o.started}.count();
-  on_outcome(self, std::move(r));
+  auto now = std::chrono::steady_clock::now();
+  tracker_actions out;
+  self->state.tracker->on_door_answer(o.request_id, o.attempt_id, std::move(r),
+                                      ms{now - o.started}.count(), now, out);
+  carry_out(self, std::move(out));
 }
 
 /// The attempt failed before a butler answered: its outcome is an error.
@@ -709,37 +618,20 @@ void route_claimed(switchboard_ptr self, inbox_ref ref, claim_result claim) {
                 });
 }
 
-/// A claim and a plan sent to the writer together, answered in either
-/// order: the worker is freed once, and the fanout starts once both are in.
-struct claim_and_plan {
-  inbox_ref ref;
-  bool over = false;
-  bool claim_known = false;
-  std::optional<claim_result> claim;
-  std::optional<named_result> rows;
-  std::string plan_error;
-
-  void settle(switchboard_ptr self) {
-    if (over || !claim_known)
-      return;
-    if (!claim) {
-      // Not ours (or not answered): still 'accepted' or someone else's;
-      // the cold path or its holder takes it.
-      over = true;
-      done_classifying(self, ref.request_id);
-    } else if (!plan_error.empty()) {
-      // Claimed but not planned: the lease expires and the cold path plans
-      // it again.
-      over = true;
+/// Carries out what a claim sent with its plan came to.
+void settle(switchboard_ptr self, const inbox_ref& ref, claim_and_plan& ps) {
+  using outcome = claim_and_plan::outcome;
+  switch (ps.settle()) {
+    case outcome::waiting: return;
+    case outcome::plan_failed:
       spdlog::warn("request {}: plan not stored: {}", ref.request_id,
-                   plan_error);
-      done_classifying(self, ref.request_id);
-    } else if (rows) {
-      over = true;
-      start_fanout(self, ref, std::move(*claim), *rows);
-    }
+                   ps.plan_error());
+      [[fallthrough]];
+    case outcome::not_ours: done_classifying(self, ref.request_id); return;
+    case outcome::ready:
+      start_fanout(self, ref, std::move(ps.claim()), ps.rows());
   }
-};
+}
 
 /// Plans a request from the record stored at ingest and sends its claim and
 /// its plan to the writer together (one commit when they share a batch; the
@@ -755,32 +647,28 @@ void plan_and_claim(switchboard_ptr self, inbox_ref ref,
                                            .confidence_threshold);
                   auto stmt = plan_statement(self, ref, *record, plan);
                   auto ps = std::make_shared<claim_and_plan>();
-                  ps->ref = ref;
                   self->request(st.writer, local_call, claim_atom_v, ref)
                     .then(
-                      [self, ps](claim_result& claim) {
-                        ps->claim_known = true;
-                        if (claim.claimed)
-                          ps->claim = std::move(claim);
-                        ps->settle(self);
+                      [self, ps, ref](claim_result& claim) {
+                        ps->claimed(claim.claimed ? std::optional{claim}
+                                                  : std::nullopt);
+                        settle(self, ref, *ps);
                       },
-                      [self, ps](const caf::error&) {
-                        ps->claim_known = true;
-                        ps->settle(self);
+                      [self, ps, ref](const caf::error&) {
+                        ps->claimed(std::nullopt);
+                        settle(self, ref, *ps);
                       });
                   self
                     ->request(st.writer, local_call, exec_atom_v,
                               std::move(stmt))
                     .then(
-                      [self, ps](named_result& rows) {
-                        ps->rows = std::move(rows);
-                        ps->settle(self);
+                      [self, ps, ref](named_result& rows) {
+                        ps->planned(std::move(rows));
+                        settle(self, ref, *ps);
                       },
-                      [self, ps](const caf::error& err) {
-                        ps->plan_error = to_string(err);
-                        if (ps->plan_error.empty())
-                          ps->plan_error = "storage error";
-                        ps->settle(self);
+                      [self, ps, ref](const caf::error& err) {
+                        ps->plan_failed(to_string(err));
+                        settle(self, ref, *ps);
                       });
                   // The plan is made: the worker is free for the next request
                   // while these commit.
@@ -935,7 +823,7 @@ switchboard_actor::behavior_type switchboard(switchboard_ptr self,
                                              inbox_writer_actor writer,
                                              node_context_ptr ctx) {
   auto& st = self->state;
-  st.cfg = std::move(cfg);
+  st.cfg = cfg;
   st.routing = std::move(routing);
   st.writer = std::move(writer);
   st.writes.set_writer(st.writer);
@@ -943,6 +831,7 @@ switchboard_actor::behavior_type switchboard(switchboard_ptr self,
   st.metrics = switchboard_metrics{st.ctx->metrics};
   st.tracker.emplace(st.cfg, st.routing.policies, st.ctx->metrics);
   st.hot.emplace(st.cfg.queue_capacity);
+  st.admission.emplace(st.cfg.max_in_flight);
   self->delayed_send(self, std::chrono::seconds{1}, caf::tick_atom_v);
   return {
     [self](ingest_atom, inbox_record& rec) -> caf::result<append_result> {

@@ -20,6 +20,7 @@
 #include "actors/interfaces.hpp"
 #include "actors/node_context.hpp"
 #include "actors/writer_client.hpp"
+#include "runtime/admission.hpp"
 #include "runtime/config.hpp"
 #include "runtime/fanout.hpp"
 #include "runtime/host_cache.hpp"
@@ -56,7 +57,7 @@ struct switchboard_state {
   /// whose transport failed.
   host_cache<butler_actor> hosts{registry_ttl};
   /// Ingest requests waiting for their commit (bounded by max_in_flight).
-  uint32_t in_flight = 0;
+  std::optional<ingest_admission> admission;
   /// The hot path: stored, not yet claimed (bounded by queue_capacity),
   /// and the requests its workers hold.
   std::optional<hot_queue> hot;

@@ -33,6 +33,7 @@ size_t make_plan_statement(const inbox_ref& ref, const inbox_record& record,
                            const std::string& fanout_mode, routing_plan& plan,
                            named_statement& out) {
   std::vector<routing_rule> policy;
+  policy.reserve(rules.size());
   for (auto& r : rules)
     policy.push_back(routing_rule{r.channels, r.allow, r.deny});
   auto rerouted = apply_policy(plan, record.context.source_channel, policy);
@@ -64,6 +65,23 @@ size_t make_plan_statement(const inbox_ref& ref, const inbox_record& record,
                          f.abort_policy(), record.policy_tier, to_json(plan),
                          segments}};
   return rerouted;
+}
+
+claim_and_plan::outcome claim_and_plan::settle() {
+  if (over_ || !claim_known_)
+    return outcome::waiting;
+  if (!claim_) {
+    over_ = true;
+    return outcome::not_ours;
+  }
+  if (!plan_error_.empty()) {
+    over_ = true;
+    return outcome::plan_failed;
+  }
+  if (!rows_)
+    return outcome::waiting;
+  over_ = true;
+  return outcome::ready;
 }
 
 } // namespace butlers

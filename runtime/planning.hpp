@@ -4,6 +4,7 @@
 // (an empty message goes to general whole), hard policy, and the statement
 // that stores the plan with the dispatches that start its fanout.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,5 +29,60 @@ size_t make_plan_statement(const inbox_ref& ref, const inbox_record& record,
                            const std::vector<routing_rule_config>& rules,
                            const std::string& fanout_mode, routing_plan& plan,
                            named_statement& out);
+
+/// A claim and a plan store sent to the writer together (one commit when
+/// they share a batch), answered in either order: the fanout starts once
+/// both are in, and every other end is reported once.
+class claim_and_plan {
+ public:
+  enum class outcome {
+    /// Not everything needed has answered yet.
+    waiting,
+    /// Not ours (or the claim failed): the row stays `accepted` or with its
+    /// holder; the cold path or the holder takes it.
+    not_ours,
+    /// Claimed but not planned: the lease expires and the cold path plans
+    /// it again.
+    plan_failed,
+    /// Claimed and planned: start the fanout.
+    ready,
+  };
+
+  /// The claim's answer: the claim when it was granted, else none.
+  void claimed(std::optional<claim_result> claim) {
+    claim_known_ = true;
+    claim_ = std::move(claim);
+  }
+
+  void planned(named_result rows) {
+    rows_ = std::move(rows);
+  }
+
+  void plan_failed(std::string error) {
+    plan_error_ = error.empty() ? "storage error" : std::move(error);
+  }
+
+  /// What to do now (anything but `waiting` only once).
+  outcome settle();
+
+  claim_result& claim() {
+    return *claim_;
+  }
+
+  const named_result& rows() const {
+    return *rows_;
+  }
+
+  const std::string& plan_error() const {
+    return plan_error_;
+  }
+
+ private:
+  bool over_ = false;
+  bool claim_known_ = false;
+  std::optional<claim_result> claim_;
+  std::optional<named_result> rows_;
+  std::string plan_error_;
+};
 
 } // namespace butlers

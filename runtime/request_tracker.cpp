@@ -190,6 +190,28 @@ void request_tracker::on_accepted(const std::string& request_id,
                                              + seconds_ns(cfg_.route_timeout_s);
 }
 
+void request_tracker::on_door_answer(const std::string& request_id,
+                                     const std::string& attempt_id,
+                                     route_response r, double duration_ms,
+                                     clock::time_point now,
+                                     tracker_actions& out) {
+  if (r.status == "accepted") {
+    on_accepted(request_id, attempt_id, r.work_id, now);
+    return;
+  }
+  // A full butler's refusal is flow control: wait for room. Anything else
+  // (validation) is the outcome of this attempt.
+  if (r.error_class == "overload_rejected") {
+    on_refused_full(request_id, attempt_id, std::move(r.error_message), now,
+                    out);
+    return;
+  }
+  r.request_id = request_id;
+  r.segment_id = attempt_id;
+  r.duration_ms = duration_ms;
+  on_outcome(r, now, out);
+}
+
 void request_tracker::on_refused_full(const std::string& request_id,
                                       const std::string& attempt_id,
                                       std::string message,
@@ -622,10 +644,12 @@ void request_tracker::finish(const std::string& id, tracker_actions& out) {
   finished_request f;
   f.done = completion{rq.ref,          rq.token, v.state, v.error_class,
                       v.error_message, outcomes, summary};
-  if (v.state == "errored")
-    f.reply = error_reply(rq, v);
   f.context = rq.record.context;
-  f.attempts = attempts;
+  if (v.state == "errored")
+    f.notify = make_notify_json(envelope_for(f.context), "switchboard",
+                                error_reply(rq, v),
+                                "error:" + f.context.request_id + ":"
+                                  + std::to_string(attempts));
   out.finished.push_back(std::move(f));
 }
 

@@ -79,9 +79,10 @@ struct finished_request {
   /// The user-visible error reply (§8); empty when the request parsed.
   std::string reply;
   request_context context;
-  /// Dispatches of all rounds: keys the error reply, so a replayed request
-  /// that fails again tells the user again.
-  uint32_t attempts = 0;
+  /// The error reply as a notify.v1 for the messenger (empty when the
+  /// request parsed), keyed by the dispatches of all rounds, so a replayed
+  /// request that fails again tells the user again.
+  std::string notify;
 };
 
 /// A work item a butler should stop (best effort): an attempt we gave up on.
@@ -165,6 +166,15 @@ class request_tracker {
   /// the attempt's route timeout starts.
   void on_accepted(const std::string& request_id, const std::string& attempt_id,
                    const std::string& work_id, clock::time_point now);
+
+  /// The butler's answer at its door to attempt `attempt_id`: `accepted`
+  /// (see `on_accepted`), refused because it is full (`on_refused_full`),
+  /// or refused otherwise (validation: the attempt's outcome, after
+  /// `duration_ms`).
+  void on_door_answer(const std::string& request_id,
+                      const std::string& attempt_id, route_response r,
+                      double duration_ms, clock::time_point now,
+                      tracker_actions& out);
 
   /// A full butler refused attempt `attempt_id` at its door
   /// (`overload_rejected`): flow control, not a failure. The segment waits

@@ -183,6 +183,7 @@ struct cli_fixture : ::testing::Test {
     registry_entry entry;
     entry.name = "messenger";
     caf::anon_send(reg, register_atom_v, entry, messenger);
+    ctx->set_messenger(messenger);
     butler_params p;
     p.cfg = std::move(bc);
     p.node = "cli-test";

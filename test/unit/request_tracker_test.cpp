@@ -125,7 +125,7 @@ TEST_F(Tracker, AllSegmentsOkFinishesTheRequestParsedWithItsOutcomes) {
   auto& f = done.finished[0];
   EXPECT_EQ(f.done.state, "parsed");
   EXPECT_EQ(f.done.lease_token, 7);
-  EXPECT_TRUE(f.reply.empty());
+  EXPECT_TRUE(f.notify.empty());
   EXPECT_NE(f.done.dispatch_outcomes.find(R"("work_id":"w-1")"),
             std::string::npos);
   EXPECT_NE(f.done.response_summary.find(R"("succeeded":["health"])"),
@@ -164,8 +164,10 @@ TEST_F(Tracker, OutOfRetriesTheSegmentIsDeadLetteredAndTheUserToldWhy) {
   ASSERT_EQ(failed.finished.size(), 1u);
   EXPECT_EQ(failed.finished[0].done.state, "errored");
   EXPECT_EQ(failed.finished[0].done.error_class, "target_unavailable");
-  EXPECT_NE(failed.finished[0].reply.find("Reference: request " + id),
-            std::string::npos);
+  // The user is told, through the messenger, what failed and what to do.
+  auto& notify = failed.finished[0].notify;
+  EXPECT_NE(notify.find("Reference: request " + id), std::string::npos);
+  EXPECT_NE(notify.find("\"error:" + id + ":1\""), std::string::npos) << notify;
   EXPECT_EQ(count("butlers_switchboard_dead_letters_total"), 1u);
 }
 
