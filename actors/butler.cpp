@@ -23,12 +23,6 @@ double ms_since(std::chrono::steady_clock::time_point t) {
   return ms{std::chrono::steady_clock::now() - t}.count();
 }
 
-int64_t now_us() {
-  using namespace std::chrono;
-  return duration_cast<microseconds>(system_clock::now().time_since_epoch())
-    .count();
-}
-
 void update_gauges(butler_ptr self) {
   auto& st = self->state;
   st.active_sessions->set(st.pool->active());
@@ -571,7 +565,7 @@ void fire(butler_ptr self, uint32_t i) {
   auto& sch = cfg.schedules[i];
   route_envelope env;
   env.request_id = make_uuid_v7().to_string();
-  env.received_at = rfc3339_utc(now_us());
+  env.received_at = rfc3339_utc(unix_now_us());
   env.source_channel = "api";
   env.source_endpoint_identity = "schedule";
   env.source_sender_identity = cfg.name + "/" + sch.name;

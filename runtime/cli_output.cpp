@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "runtime/json.hpp"
+#include "runtime/text.hpp"
 
 // Output shapes, as documented by the tools and the projects that parse them:
 //
@@ -33,19 +34,6 @@ namespace butlers {
 namespace {
 
 using rapidjson::Value;
-
-bool is_blank(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'
-         || c == '\v';
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_blank(s.front()))
-    s.remove_prefix(1);
-  while (!s.empty() && is_blank(s.back()))
-    s.remove_suffix(1);
-  return s;
-}
 
 /// Our input is already bounded by the subprocess's output cap, so only the
 /// nesting depth needs a limit; tool inputs inside messages can nest a bit.

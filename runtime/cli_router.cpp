@@ -9,6 +9,7 @@
 #include "runtime/router.hpp"
 #include "runtime/router_detail.hpp"
 #include "runtime/schema.hpp"
+#include "runtime/text.hpp"
 
 namespace butlers {
 
@@ -16,7 +17,6 @@ namespace {
 
 using json::quote;
 using router_detail::ascii_lower;
-using router_detail::is_space;
 using router_detail::join;
 using router_detail::truncated;
 using router_detail::whole_text_fallback;
@@ -31,14 +31,6 @@ std::string shown(std::string_view s) {
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F)
       c = '?';
   return out;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front()))
-    s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back()))
-    s.remove_suffix(1);
-  return s;
 }
 
 // -- the prompt ---------------------------------------------------------------

@@ -4,22 +4,11 @@
 
 #include <openssl/evp.h>
 
+#include "runtime/text.hpp"
+
 namespace butlers {
 
 namespace {
-
-bool is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'
-         || c == '\v';
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front()))
-    s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back()))
-    s.remove_suffix(1);
-  return s;
-}
 
 std::string_view strip_angles(std::string_view s) {
   s = trim(s);
@@ -41,7 +30,7 @@ std::string normalize_whitespace(std::string_view text) {
   out.reserve(text.size());
   bool pending_space = false;
   for (char c : trim(text)) {
-    if (is_space(c)) {
+    if (is_ascii_space(c)) {
       pending_space = true;
       continue;
     }

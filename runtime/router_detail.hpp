@@ -10,12 +10,12 @@
 #include <vector>
 
 #include "runtime/routing_plan.hpp"
+#include "runtime/text.hpp"
 
 namespace butlers::router_detail {
 
 inline bool is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v'
-         || c == '\f';
+  return is_ascii_space(c);
 }
 
 inline char ascii_lower(char c) {

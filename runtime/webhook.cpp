@@ -51,7 +51,8 @@ bool all_digits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), is_digit);
 }
 
-std::string_view trim(std::string_view s) {
+/// `s` without HTTP optional whitespace (RFC 9110 OWS: space and tab).
+std::string_view trim_ows(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
     s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
@@ -111,7 +112,7 @@ enum class parse_state { incomplete, complete, failed };
 
 /// Reads hex digits of a chunk-size line (extensions after ';' ignored).
 bool parse_chunk_size(std::string_view line, size_t& out) {
-  line = trim(line.substr(0, line.find(';')));
+  line = trim_ows(line.substr(0, line.find(';')));
   if (line.empty() || line.size() > 15)
     return false;
   out = 0;
@@ -211,8 +212,8 @@ bool parse_head(std::string_view head, http_post_result& r) {
       r.error = "malformed header line '" + excerpt(line) + "'";
       return false;
     }
-    r.headers.emplace_back(to_lower(trim(line.substr(0, colon))),
-                           std::string{trim(line.substr(colon + 1))});
+    r.headers.emplace_back(to_lower(trim_ows(line.substr(0, colon))),
+                           std::string{trim_ows(line.substr(colon + 1))});
     rest = eol < rest.size() ? rest.substr(eol + 2) : std::string_view{};
   }
   return true;
