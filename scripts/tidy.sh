@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs the curated .clang-tidy over actors/*.cpp and runtime/*.cpp and fails
 # on any warning (or a file clang-tidy cannot process); fails as well when a
-# .cpp under actors/ or runtime/ is over 900 lines.
+# .cpp under actors/ or runtime/ is over 900 lines, when actors/interfaces.hpp
+# names an untyped caf::actor, or when more than 10 actor_casts remain
+# outside the cluster's wire plumbing (actors/cluster.cpp).
 #
 #   scripts/tidy.sh [BUILD_DIR]    default build/; needs its
 #                                  compile_commands.json (any configure
@@ -53,6 +55,25 @@ for f in actors/*.cpp runtime/*.cpp; do
     status=1
   fi
 done
+
+# -- typed handles -------------------------------------------------------------
+
+# The protocol map names typed handles only, and handles are converted
+# (caf::actor_cast) in few places outside the cluster's wire plumbing.
+if grep -nE 'caf::actor\b' actors/interfaces.hpp; then
+  echo "tidy: actors/interfaces.hpp names caf::actor (use a typed handle)"
+  status=1
+fi
+max_casts=10
+casts=$(grep -c 'actor_cast<' actors/*.cpp actors/*.hpp runtime/*.cpp \
+          runtime/*.hpp | grep -v '^actors/cluster.cpp:' \
+          | awk -F: '{ n += $2 } END { print n }')
+if [ "$casts" -gt "$max_casts" ]; then
+  grep -n 'actor_cast<' actors/*.cpp actors/*.hpp runtime/*.cpp \
+    runtime/*.hpp | grep -v '^actors/cluster.cpp:'
+  echo "tidy: $casts actor_casts outside actors/cluster.cpp (at most $max_casts)"
+  status=1
+fi
 
 # -- clang-tidy ----------------------------------------------------------------
 
