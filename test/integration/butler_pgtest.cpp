@@ -31,6 +31,7 @@
 #include "runtime/inbox_store.hpp"
 #include "runtime/uuid.hpp"
 #include "test/support/http_client.hpp"
+#include "test/support/node_fixture.hpp"
 #include "test/support/node_process.hpp"
 #include "test/support/pg.hpp"
 #include "test/support/poll.hpp"
@@ -441,41 +442,18 @@ class webhook_receiver {
   std::vector<std::string> bodies_;
 };
 
-class ButlerNode : public ::testing::Test {
+class ButlerNode : public node_fixture {
  protected:
   /// Starts a node with `extra` TOML; unless `extra` configures messenger
   /// adapters, replies go to an outbox file in a temporary directory.
   void start(const std::string& extra) {
-    if (url_.empty())
-      url_ = fresh_database("butler_node");
-    if (dir_.empty())
-      dir_ = make_temp_dir("butler_node");
+    use_database("butler_node");
+    use_files("butler_node");
     auto config = extra;
     if (config.find("[[messenger.adapter]]") == std::string::npos)
       config += "[[messenger.adapter]]\nkind = \"outbox\"\npath = \"" + dir_
                 + "/outbox.jsonl\"\n";
-    node_ = std::make_unique<
-      node_process>("[node]\nname = \"butler-test\"\ndrain_deadline_s = 5\n"
-                    "[http]\nport = 0\n[scheduler]\nthreads = 2\n"
-                      + config,
-                    std::map<std::string, std::string>{
-                      {"BUTLERS_DATABASE_URL", url_}});
-    auto port = node_->wait_listening();
-    ASSERT_TRUE(port) << node_->log();
-    http_ = std::make_unique<http_client>("127.0.0.1", *port);
-    ASSERT_TRUE(eventually(
-      [&] {
-        return http_->get("/readyz").status == 200;
-      },
-      30s))
-      << node_->log();
-  }
-
-  void TearDown() override {
-    if (node_) {
-      node_->signal(SIGTERM);
-      EXPECT_TRUE(node_->wait_exit(15s));
-    }
+    ASSERT_TRUE(start_node(node_head("butler-test", 5) + config));
   }
 
   /// Rows of route_work for `butler` in `state`.
@@ -506,16 +484,10 @@ class ButlerNode : public ::testing::Test {
         return count("health", "running") == 1;
       },
       10s));
-    node_->signal(SIGKILL);
-    ASSERT_TRUE(node_->wait_exit(10s));
+    ASSERT_TRUE(kill_node());
     node_.reset();
     start(config);
   }
-
-  std::string url_;
-  std::string dir_;
-  std::unique_ptr<node_process> node_;
-  std::unique_ptr<http_client> http_;
 };
 
 TEST_F(ButlerNode, RouteExecuteOverHttp) {

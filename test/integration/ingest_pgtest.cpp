@@ -16,6 +16,7 @@
 #include <pqxx/pqxx>
 
 #include "test/support/http_client.hpp"
+#include "test/support/node_fixture.hpp"
 #include "test/support/node_process.hpp"
 #include "test/support/pg.hpp"
 #include "test/support/poll.hpp"
@@ -97,44 +98,31 @@ class table_lock {
   pqxx::work tx_;
 };
 
-class Ingest : public ::testing::Test {
+class Ingest : public node_fixture {
  protected:
   /// Starts a node on this test's database; `extra` adds TOML tables,
   /// `http_extra` adds keys to the [http] table.
   void start(const std::string& extra = "",
              std::map<std::string, std::string> env = {},
              const std::string& http_extra = "") {
-    if (url_.empty())
-      url_ = fresh_database("ingest");
-    env.emplace("BUTLERS_DATABASE_URL", url_);
+    use_database("ingest");
     auto butlers = butlers_toml();
-    node_ = std::make_unique<
-      node_process>("[node]\nname = \"ingest-test\"\ndrain_deadline_s = 10\n"
-                    "[http]\nport = 0\n"
-                      + http_extra + "[scheduler]\nthreads = 2\n" + extra
-                      + butlers,
-                    env);
-    auto port = node_->wait_listening();
-    ASSERT_TRUE(port) << node_->log();
-    port_ = *port;
-    http_ = std::make_unique<http_client>("127.0.0.1", port_);
-    ASSERT_TRUE(eventually(
-      [&] {
-        return http_->get("/readyz").status == 200;
-      },
-      30s))
-      << node_->log();
+    ASSERT_TRUE(
+      start_node(node_head("ingest-test", 10, http_extra) + extra + butlers,
+                 std::move(env)));
   }
 
+  /// As the fixture's, and the node must exit cleanly (code 0).
   void TearDown() override {
     if (node_) {
-      node_->signal(SIGTERM);
-      auto exit = node_->wait_exit(15s);
+      auto exit = stop_node();
       EXPECT_TRUE(exit) << "node did not exit after SIGTERM";
       if (exit) {
         EXPECT_EQ(exit->exit_code, 0) << exit->err;
       }
+      node_.reset();
     }
+    node_fixture::TearDown();
   }
 
   http_response ingest(const std::string& body) {
@@ -225,8 +213,7 @@ class Ingest : public ::testing::Test {
   /// scripted general, and replies to an outbox in a temporary directory,
   /// so these tests measure the ingest path, not sessions.
   std::string butlers_toml() {
-    if (dir_.empty())
-      dir_ = make_temp_dir("ingest_outbox");
+    use_files("ingest_outbox");
     return "[[butler]]\nname = \"general\"\nlease_s = 2\n"
            "max_concurrent_sessions = 16\nmax_pending = 20000\n"
            "[butler.runtime]\nturn_ms = 0\n"
@@ -235,12 +222,6 @@ class Ingest : public ::testing::Test {
            "[[messenger.adapter]]\nkind = \"outbox\"\npath = \""
            + dir_ + "/outbox.jsonl\"\n";
   }
-
-  std::string url_;
-  std::string dir_;
-  uint16_t port_ = 0;
-  std::unique_ptr<node_process> node_;
-  std::unique_ptr<http_client> http_;
 };
 
 TEST_F(Ingest, AcceptedMeansStoredThenParsed) {
@@ -459,8 +440,7 @@ TEST_F(Ingest, ARestartWithABacklogClaimsNothingBeforeTheWriterIsReady) {
   constexpr int callers = 60;
   for (auto& r : ingest_all_at_once(callers, "backlog-"))
     ASSERT_EQ(r.status, 202) << r.body;
-  node_->signal(SIGKILL);
-  ASSERT_TRUE(node_->wait_exit(10s));
+  ASSERT_TRUE(kill_node());
   node_.reset();
   ASSERT_GT(count("SELECT count(*) FROM message_inbox WHERE "
                   "lifecycle_state = 'accepted'"),
@@ -749,20 +729,13 @@ TEST_F(Ingest, SigkillDuringIngestLosesNothingAndProcessesOnce) {
       return acks >= 500;
     },
     120s));
-  node_->signal(SIGKILL);
-  auto killed = node_->wait_exit(10s);
+  auto killed = kill_node();
   ASSERT_TRUE(killed);
   EXPECT_EQ(killed->signal, SIGKILL);
   auto acked_before_kill = acks.load();
   // Restart on the same port and database; the clients keep going.
-  node_ = std::make_unique<
-    node_process>("[node]\nname = \"ingest-test-2\"\ndrain_deadline_s = 10\n"
-                  "[http]\nport = "
-                    + std::to_string(port_) + "\n[scheduler]\nthreads = 2\n"
-                    + cfg + butlers_toml(),
-                  std::map<std::string, std::string>{
-                    {"BUTLERS_DATABASE_URL", url_}});
-  ASSERT_TRUE(node_->wait_listening()) << node_->log();
+  ASSERT_TRUE(launch_node(node_head("ingest-test-2", 10, "", port_) + cfg
+                          + butlers_toml()));
   join_clients();
   EXPECT_LT(acked_before_kill, total) << "the kill happened mid-ingest";
   ASSERT_EQ(acked.size(), size_t{total});

@@ -22,6 +22,7 @@
 
 #include "runtime/json.hpp"
 #include "test/support/http_client.hpp"
+#include "test/support/node_fixture.hpp"
 #include "test/support/node_process.hpp"
 #include "test/support/pg.hpp"
 #include "test/support/poll.hpp"
@@ -64,13 +65,13 @@ struct turn_record {
   std::vector<std::tuple<std::string, int64_t, uint32_t>> steers;
 };
 
-class Threads : public ::testing::Test {
+class Threads : public node_fixture {
  protected:
   /// Starts a node: `general` runs scripted turns of `turn_ms`.
   void start(uint32_t turn_ms, uint32_t turns, uint32_t sessions,
              const std::string& extra = {}) {
-    url_ = fresh_database("threads");
-    dir_ = make_temp_dir("threads");
+    use_database("threads");
+    use_files("threads");
     launch("[[butler]]\nname = \"general\"\nmax_concurrent_sessions = "
            + std::to_string(sessions) + "\nmax_pending = 1000\n"
            + "[butler.runtime]\nturn_ms = " + std::to_string(turn_ms)
@@ -79,40 +80,17 @@ class Threads : public ::testing::Test {
 
   /// Kills the node (SIGKILL) and starts it again on the same database.
   void crash_and_restart(const std::string& config_tail) {
-    node_->signal(SIGKILL);
-    ASSERT_TRUE(node_->wait_exit(10s));
+    ASSERT_TRUE(kill_node());
     launch(config_tail);
   }
 
   /// Starts a node on `url_` with `config_tail` (butlers) and waits until
   /// it is ready.
   void launch(const std::string& config_tail) {
-    node_ = std::make_unique<
-      node_process>("[node]\nname = \"threads-test\"\ndrain_deadline_s = 5\n"
-                    "[http]\nport = 0\nrequest_timeout_ms = 10000\n"
-                    "[scheduler]\nthreads = 2\n"
-                      + config_tail
-                      + "[[messenger.adapter]]\nkind = \"outbox\"\npath = \""
-                      + dir_ + "/outbox.jsonl\"\n",
-                    std::map<std::string, std::string>{
-                      {"BUTLERS_DATABASE_URL", url_}});
-    auto port = node_->wait_listening();
-    ASSERT_TRUE(port) << node_->log();
-    port_ = *port;
-    http_ = std::make_unique<http_client>("127.0.0.1", port_);
-    ASSERT_TRUE(eventually(
-      [&] {
-        return http_->get("/readyz").status == 200;
-      },
-      30s))
-      << node_->log();
-  }
-
-  void TearDown() override {
-    if (node_) {
-      node_->signal(SIGTERM);
-      EXPECT_TRUE(node_->wait_exit(15s));
-    }
+    ASSERT_TRUE(start_node(
+      node_head("threads-test", 5, "request_timeout_ms = 10000\n") + config_tail
+      + "[[messenger.adapter]]\nkind = \"outbox\"\npath = \"" + dir_
+      + "/outbox.jsonl\"\n"));
   }
 
   turn_answer turn(const std::string& thread, const std::string& body) {
@@ -194,12 +172,6 @@ class Threads : public ::testing::Test {
       return -1;
     return std::stoll(body.substr(pos + name.size() + 2));
   }
-
-  std::string url_;
-  std::string dir_;
-  uint16_t port_ = 0;
-  std::unique_ptr<node_process> node_;
-  std::unique_ptr<http_client> http_;
 };
 
 TEST_F(Threads, StartOrSteerAndTheSteerLandsAtTheNextBoundary) {

@@ -21,6 +21,7 @@
 #include "runtime/messages.hpp"
 #include "runtime/route.hpp"
 #include "runtime/threads.hpp"
+#include "test/support/fake_writer.hpp"
 
 namespace butlers::test {
 
@@ -86,41 +87,18 @@ inline caf::error unavailable() {
   return caf::error{butlers_errc::database_unavailable, "down"};
 }
 
-/// The inbox writer: runs the thread's named statements against `db`.
+/// The inbox writer (the shared fake): runs the thread's named statements
+/// against `db`, recording in `db->writes` those that reached it while up.
 inline inbox_writer_actor::behavior_type thread_writer(
-  inbox_writer_actor::pointer, std::shared_ptr<thread_db> db) {
-  return {
-    [](status_atom) {
-      return db_status{true, true, {}, 0, 0};
-    },
-    [](append_atom, inbox_record&) -> caf::result<append_result> {
-      return unused();
-    },
-    [](append_atom,
-       std::vector<inbox_record>&) -> caf::result<std::vector<append_result>> {
-      return unused();
-    },
-    [](claim_atom, inbox_ref&) -> caf::result<claim_result> {
-      return unused();
-    },
-    [](complete_atom, completion&) -> caf::result<bool> {
-      return unused();
-    },
-    [](work_atom, work_op&) -> caf::result<work_result> {
-      return unused();
-    },
-    [db](exec_atom, named_statement& x) -> caf::result<named_result> {
-      if (db->down)
-        return unavailable();
-      db->writes.push_back(x);
-      return db->run(x);
-    },
-    [](exec_atom, write_request&) -> caf::result<write_reply> {
-      return unused();
-    },
-    [](flush_atom) {},
-    [](link_atom, uint32_t, bool, const std::string&) {},
+  inbox_writer_actor::pointer self, std::shared_ptr<thread_db> db) {
+  auto script = std::make_shared<writer_script>();
+  script->on_named = [db](named_statement& x) -> caf::expected<named_result> {
+    if (db->down)
+      return unavailable();
+    db->writes.push_back(x);
+    return db->run(x);
   };
+  return fake_writer(self, std::move(script));
 }
 
 /// The reader: answers the open runs and threads of `db`.

@@ -23,8 +23,8 @@
 #include "actors/messenger.hpp"
 #include "runtime/uuid.hpp"
 #include "test/support/deterministic.hpp"
+#include "test/support/fake_writer.hpp"
 #include "test/support/poll.hpp"
-#include "test/support/write_request.hpp"
 
 namespace butlers {
 namespace {
@@ -40,8 +40,6 @@ struct route_inbox {
     std::string error_class;
   };
   std::map<std::string, row> rows;
-  /// Every op, in arrival order.
-  std::vector<work_op> ops;
   /// Items a `lease` op hands out (recovery), then cleared.
   std::vector<work_item> recoverable;
   /// Answer appends with "unavailable".
@@ -57,7 +55,6 @@ struct route_inbox {
 
 /// One work op against the stand-in table, as the real statements do.
 caf::expected<work_result> apply(route_inbox* db, work_op& op) {
-  db->ops.push_back(op);
   work_result r;
   auto& it = op.item;
   switch (op.kind) {
@@ -112,50 +109,14 @@ caf::expected<work_result> apply(route_inbox* db, work_op& op) {
   return r;
 }
 
-inbox_writer_actor::behavior_type fake_writer(inbox_writer_actor::pointer,
-                                              std::shared_ptr<route_inbox> db) {
-  return {
-    [](status_atom) {
-      return db_status{true, true, {}, 0, 0};
-    },
-    [](append_atom, inbox_record&) -> caf::result<append_result> {
-      return caf::error{butlers_errc::internal_error, "not used"};
-    },
-    [](append_atom,
-       std::vector<inbox_record>&) -> caf::result<std::vector<append_result>> {
-      return caf::error{butlers_errc::internal_error, "not used"};
-    },
-    [](claim_atom, inbox_ref&) {
-      return claim_result{};
-    },
-    [](complete_atom, completion&) {
-      return false;
-    },
-    [db](work_atom, work_op& op) -> caf::result<work_result> {
-      auto r = apply(db.get(), op);
-      if (!r)
-        return r.error();
-      return std::move(*r);
-    },
-    [](exec_atom, named_statement&) {
-      return named_result{};
-    },
-    [db](exec_atom, write_request& req) {
-      return test::answer_each(
-        req,
-        [](named_statement&) -> caf::expected<named_result> {
-          return named_result{};
-        },
-        [&db](work_op& op) {
-          return apply(db.get(), op);
-        },
-        [](completion&) -> caf::expected<bool> {
-          return false;
-        });
-    },
-    [](flush_atom) {},
-    [](link_atom, uint32_t, bool, const std::string&) {},
+/// The shared fake writer with `db` as its route inbox.
+std::shared_ptr<test::writer_script> route_inbox_writer(
+  std::shared_ptr<route_inbox> db) {
+  auto s = std::make_shared<test::writer_script>();
+  s->on_work = [db](work_op& op) {
+    return apply(db.get(), op);
   };
+  return s;
 }
 
 /// A stand-in switchboard that takes every notify (the butler hands
@@ -213,7 +174,9 @@ struct Butler : test::deterministic_fixture {
   std::shared_ptr<route_inbox> db = std::make_shared<route_inbox>();
   std::shared_ptr<std::vector<std::string>>
     notes = std::make_shared<std::vector<std::string>>();
-  inbox_writer_actor writer = sys.spawn(fake_writer, db);
+  /// What the writer was asked (every work op, in arrival order).
+  std::shared_ptr<test::writer_script> script = route_inbox_writer(db);
+  inbox_writer_actor writer = sys.spawn(test::fake_writer, script);
 
   Butler() {
     sb = sys.spawn(fake_switchboard, notes);
@@ -422,7 +385,7 @@ TEST_F(Butler, AnItemWithASlotFreeSoonIsStoredStartedAndNeedsNoStartWrite) {
   EXPECT_EQ(db->rows[second.work_id].state, "ok");
   EXPECT_EQ(db->rows[third.work_id].state, "ok");
   std::vector<std::string> starts;
-  for (auto& op : db->ops)
+  for (auto& op : script->work)
     if (op.kind == work_op_kind::start)
       starts.push_back(op.item.work_id);
   EXPECT_EQ(starts, std::vector<std::string>{third.work_id});

@@ -18,7 +18,7 @@
 #include "runtime/uuid.hpp"
 #include "test/support/deterministic.hpp"
 #include "test/support/fake_actors.hpp"
-#include "test/support/write_request.hpp"
+#include "test/support/fake_writer.hpp"
 
 namespace butlers {
 namespace {
@@ -26,156 +26,53 @@ namespace {
 using namespace std::chrono_literals;
 using test::fake_butler;
 using test::fake_registry;
+using test::fake_writer;
 using test::registry_fns;
 using test::route_fn;
+using test::writer_script;
 
-/// What the fake writer saw and what it should do.
-struct writer_script {
-  /// Keep appends unanswered (in flight) until a flush_atom arrives.
-  bool hold_appends = false;
-  /// Grant claims (else answer "held by someone else").
-  bool grant_claims = true;
-  /// Keep claims unanswered until the test answers them (`claim_promises`,
-  /// parallel to `claims`).
-  bool hold_claims = false;
-  std::vector<caf::typed_response_promise<claim_result>> claim_promises;
-  std::vector<caf::typed_response_promise<append_result>> held;
-  /// Held batches: their promise and how many records each carries.
-  std::vector<
-    std::pair<caf::typed_response_promise<std::vector<append_result>>, size_t>>
-    held_batches;
-  std::vector<inbox_record> appends;
-  std::vector<inbox_ref> claims;
-  std::vector<completion> completions;
-  /// Request ids of the plans stored (fanout_plan_store), in order.
-  std::vector<std::string> plans;
-  /// The segments JSON of each plan stored, in order.
-  std::vector<std::string> plan_segments;
-  /// Each fanout_segment_update as "segment_id state attempts", in order.
-  std::vector<std::string> segment_updates;
-  /// Dedupe keys already stored, answered as duplicates.
-  std::vector<std::string> stored_keys;
-};
+/// A fanout plan as `fanout_plan_store` answers a new one: its segments,
+/// pending, and whether their first dispatch is stored with the plan.
+named_result stored_plan(const named_statement& st) {
+  named_result out{true, {}};
+  rapidjson::Document segs;
+  if (json::parse(st.params.at(11), segs) || !segs.IsArray())
+    return named_result{};
+  for (auto& seg : segs.GetArray())
+    out.rows.push_back({st.params.at(6), seg["segment_id"].GetString(),
+                        std::to_string(seg["ordinal"].GetInt()),
+                        seg["butler"].GetString(), seg["prompt"].GetString(),
+                        "pending", "0", "0", "", "", "",
+                        seg["dispatched"].GetBool() ? "true" : "false"});
+  return out;
+}
 
-inbox_writer_actor::behavior_type fake_writer(
-  inbox_writer_actor::pointer self, std::shared_ptr<writer_script> script) {
-  auto exec_one = [script](named_statement& st) {
+/// The shared fake writer as the switchboard needs it: appends
+/// deduplicated by key (a duplicate answered as stored under
+/// "original-id"), plans answered with their segments, and the test's hand
+/// on a held claim (inside the actor, where promises are delivered):
+/// {"release_claim", {request_id}} answers it "held elsewhere".
+std::shared_ptr<writer_script> switchboard_writer() {
+  auto s = std::make_shared<writer_script>();
+  auto stored_keys = std::make_shared<std::vector<std::string>>();
+  s->on_append =
+    [stored_keys](inbox_record& rec) -> caf::expected<append_result> {
+    auto& keys = *stored_keys;
+    if (std::find(keys.begin(), keys.end(), rec.dedupe_key) != keys.end())
+      return stored_as("original-id", true);
+    keys.push_back(rec.dedupe_key);
+    return stored_as(rec.context.request_id, false);
+  };
+  // The function lives in the script it reaches: a plain pointer, no cycle.
+  auto* script = s.get();
+  s->on_named = [script](named_statement& st) -> caf::expected<named_result> {
     if (st.query == "release_claim")
-      for (size_t i = 0; i < script->claims.size(); ++i)
-        if (script->claims[i].request_id == st.params.at(0))
-          script->claim_promises[i].deliver(claim_result{false, 0, {}});
-    if (st.query == "fanout_segment_update")
-      script->segment_updates.push_back(st.params.at(1) + " " + st.params.at(2)
-                                        + " " + st.params.at(3));
-    if (st.query == "fanout_plan_store") {
-      script->plans.push_back(st.params.at(0));
-      script->plan_segments.push_back(st.params.at(11));
-      // As the statement answers a new plan: its segments, pending, and
-      // whether their first dispatch is stored with the plan.
-      named_result out{true, {}};
-      rapidjson::Document segs;
-      if (json::parse(st.params.at(11), segs) || !segs.IsArray())
-        return named_result{};
-      for (auto& seg : segs.GetArray())
-        out.rows.push_back(
-          {st.params.at(6), seg["segment_id"].GetString(),
-           std::to_string(seg["ordinal"].GetInt()), seg["butler"].GetString(),
-           seg["prompt"].GetString(), "pending", "0", "0", "", "", "",
-           seg["dispatched"].GetBool() ? "true" : "false"});
-      return out;
-    }
+      script->answer_held_claims(st.params.at(0), claim_result{false, 0, {}});
+    if (st.query == "fanout_plan_store")
+      return stored_plan(st);
     return named_result{};
   };
-  return {
-    [](status_atom) {
-      return db_status{true, true, {}, 0, 0};
-    },
-    [self, script](append_atom,
-                   inbox_record& rec) -> caf::result<append_result> {
-      script->appends.push_back(rec);
-      for (auto& key : script->stored_keys)
-        if (key == rec.dedupe_key)
-          return stored_as("original-id", true);
-      script->stored_keys.push_back(rec.dedupe_key);
-      if (script->hold_appends) {
-        auto rp = self->make_response_promise<append_result>();
-        script->held.push_back(rp);
-        return rp;
-      }
-      return stored_as(rec.context.request_id, false);
-    },
-    [self, script](append_atom, std::vector<inbox_record>& recs)
-      -> caf::result<std::vector<append_result>> {
-      std::vector<append_result> out;
-      for (auto& rec : recs) {
-        script->appends.push_back(rec);
-        auto& keys = script->stored_keys;
-        if (std::find(keys.begin(), keys.end(), rec.dedupe_key) != keys.end()) {
-          out.push_back(stored_as("original-id", true));
-        } else {
-          keys.push_back(rec.dedupe_key);
-          out.push_back(stored_as(rec.context.request_id, false));
-        }
-      }
-      if (script->hold_appends) {
-        auto rp = self->make_response_promise<std::vector<append_result>>();
-        script->held_batches.emplace_back(rp, recs.size());
-        return rp;
-      }
-      return out;
-    },
-    [self, script](claim_atom, inbox_ref& ref) -> caf::result<claim_result> {
-      script->claims.push_back(ref);
-      if (script->hold_claims) {
-        auto rp = self->make_response_promise<claim_result>();
-        script->claim_promises.push_back(rp);
-        return rp;
-      }
-      // As the real claim: the stored row comes back with it.
-      claim_result c{script->grant_claims, 7, {}};
-      for (auto& rec : script->appends)
-        if (rec.context.request_id == ref.request_id)
-          c.record = rec;
-      return c;
-    },
-    [script](complete_atom, completion& c) {
-      script->completions.push_back(c);
-      return true;
-    },
-    // The real writer's flush token; here: commit everything held.
-    [script](flush_atom) {
-      for (auto& rp : script->held)
-        rp.deliver(stored_as("stored", false));
-      script->held.clear();
-      for (auto& [rp, n] : script->held_batches)
-        rp.deliver(std::vector<append_result>(n, stored_as("stored", false)));
-      script->held_batches.clear();
-    },
-    [](work_atom, work_op&) {
-      return work_result{};
-    },
-    // The test's hand on a held claim (inside the actor, where promises
-    // are delivered): {"release_claim", {request_id}} answers it "held
-    // elsewhere".
-    [exec_one](exec_atom, named_statement& st) {
-      return exec_one(st);
-    },
-    [exec_one, script](exec_atom, write_request& req) {
-      return test::answer_each(
-        req,
-        [&](named_statement& st) -> caf::expected<named_result> {
-          return exec_one(st);
-        },
-        [](work_op&) -> caf::expected<work_result> {
-          return work_result{};
-        },
-        [&](completion& c) -> caf::expected<bool> {
-          script->completions.push_back(c);
-          return true;
-        });
-    },
-    [](link_atom, uint32_t, bool, const std::string&) {},
-  };
+  return s;
 }
 
 inbox_record record(const std::string& id, const std::string& key,
@@ -191,7 +88,7 @@ inbox_record record(const std::string& id, const std::string& key,
 }
 
 struct Switchboard : test::deterministic_fixture {
-  std::shared_ptr<writer_script> script = std::make_shared<writer_script>();
+  std::shared_ptr<writer_script> script = switchboard_writer();
   inbox_writer_actor writer;
   switchboard_actor sb;
 
@@ -225,6 +122,35 @@ struct Switchboard : test::deterministic_fixture {
     auto reg = sys.spawn(fake_registry, std::move(fns));
     ctx->set_registry(reg);
     return reg;
+  }
+
+  /// Parameter `at` of each statement `query` the writer ran, in order.
+  std::vector<std::string> params_of(const std::string& query, size_t at) {
+    std::vector<std::string> out;
+    for (auto& st : script->named)
+      if (st.query == query)
+        out.push_back(st.params.at(at));
+    return out;
+  }
+
+  /// Request ids of the plans stored, in order.
+  std::vector<std::string> plans() {
+    return params_of("fanout_plan_store", 0);
+  }
+
+  /// The segments JSON of each plan stored, in order.
+  std::vector<std::string> plan_segments() {
+    return params_of("fanout_plan_store", 11);
+  }
+
+  /// Each fanout_segment_update as "segment_id state attempts", in order.
+  std::vector<std::string> segment_updates() {
+    std::vector<std::string> out;
+    for (auto& st : script->named)
+      if (st.query == "fanout_segment_update")
+        out.push_back(st.params.at(1) + " " + st.params.at(2) + " "
+                      + st.params.at(3));
+    return out;
   }
 
   /// Request ids of the claims so far, in order.
@@ -324,7 +250,7 @@ TEST_F(Switchboard, APlanGoesOutWithItsClaimAndTheWorkerIsFreeMeanwhile) {
   // the claim (the real writer answers the claim first): the request waits
   // for its claim.
   ASSERT_EQ(claimed(), (std::vector<std::string>{"id-1"}));
-  ASSERT_EQ(script->plans, (std::vector<std::string>{"id-1"}));
+  ASSERT_EQ(plans(), (std::vector<std::string>{"id-1"}));
   auto in_progress = [&] {
     return ctx->metrics
       .get_gauge("butlers_switchboard_requests_in_progress", "")
@@ -336,7 +262,7 @@ TEST_F(Switchboard, APlanGoesOutWithItsClaimAndTheWorkerIsFreeMeanwhile) {
   reply();
   sched.run();
   EXPECT_EQ(claimed(), (std::vector<std::string>{"id-1", "id-2"}));
-  EXPECT_EQ(script->plans, (std::vector<std::string>{"id-1", "id-2"}));
+  EXPECT_EQ(plans(), (std::vector<std::string>{"id-1", "id-2"}));
   // Both claims fail (held elsewhere): neither request goes further.
   release("id-1");
   release("id-2");
@@ -573,12 +499,11 @@ TEST_F(Switchboard, ARetryAfterATransportFailureAvoidsTheHostThatFailed) {
   EXPECT_EQ(*routed, 0);
   // The first dispatch was stored with the plan, not by an update of its
   // own; the failed attempt's outcome was.
-  ASSERT_EQ(script->plan_segments.size(), 1u);
-  EXPECT_NE(script->plan_segments[0].find(R"("dispatched":true)"),
-            std::string::npos);
-  for (auto& u : script->segment_updates)
+  ASSERT_EQ(plan_segments().size(), 1u);
+  EXPECT_NE(plan_segments()[0].find(R"("dispatched":true)"), std::string::npos);
+  for (auto& u : segment_updates())
     EXPECT_NE(u, "seg-1 dispatched 1");
-  EXPECT_FALSE(script->segment_updates.empty());
+  EXPECT_FALSE(segment_updates().empty());
   // The attempt failed on the dead host; its backoff passes.
   EXPECT_EQ(counter_value("butlers_switchboard_route_retries_total"), 1u);
   // The earliest timer is the backoff (the request's budget and the lease
@@ -589,7 +514,7 @@ TEST_F(Switchboard, ARetryAfterATransportFailureAvoidsTheHostThatFailed) {
   EXPECT_EQ((*lookups)[1], dead) << "naming the host that failed";
   EXPECT_EQ(*routed, 1) << "and went to the live host";
   // A second attempt is written when it goes out.
-  EXPECT_EQ(script->segment_updates.back(), "seg-1 dispatched 2");
+  EXPECT_EQ(segment_updates().back(), "seg-1 dispatched 2");
   self->send_exit(live, caf::exit_reason::user_shutdown);
   self->send_exit(reg, caf::exit_reason::user_shutdown);
   sched.run();
