@@ -80,7 +80,10 @@ struct HttpApi : test::deterministic_fixture {
     query = q == std::string::npos ? "" : path.substr(q + 1);
     path = path.substr(0, q);
     split_path(path, segments);
-    ASSERT_TRUE(path_pattern{pattern}.match(segments, params));
+    // `params` views the pattern's names: it must outlive the call, as the
+    // server's route table does.
+    path_pattern route{pattern};
+    ASSERT_TRUE(route.match(segments, params));
     (api.*handler)(http_call{method, path, query, type, body}, out, params);
     sched.run();
   }
