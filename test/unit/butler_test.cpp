@@ -22,6 +22,7 @@
 #include "actors/butler.hpp"
 #include "actors/messenger.hpp"
 #include "runtime/uuid.hpp"
+#include "test/support/deliveries.hpp"
 #include "test/support/deterministic.hpp"
 #include "test/support/fake_writer.hpp"
 #include "test/support/poll.hpp"
@@ -510,20 +511,6 @@ TEST_F(Butler, SchedulesStartSessionsWithTriggerSourceSchedule) {
   EXPECT_EQ(row.item.segment_id, "schedule:digest");
 }
 
-/// A delivery to the messenger, as the switchboard wraps a reply.
-std::string delivery(const std::string& channel) {
-  route_envelope env;
-  env.request_id = make_uuid_v7().to_string();
-  env.received_at = "2026-11-23T04:00:00Z";
-  env.source_channel = channel;
-  env.source_endpoint_identity = "tests";
-  env.source_sender_identity = "user-1";
-  auto notify = make_notify_json(env, "health", "your reply", "work-1");
-  std::string out;
-  EXPECT_FALSE(make_delivery_route(notify, make_uuid_v7().to_string(), 0, out));
-  return out;
-}
-
 TEST_F(Butler, AnOutboxDeliveryRunsWithoutASessionAndIsWrittenOnce) {
   char dir[] = "/tmp/butlers-messenger-XXXXXX";
   ASSERT_NE(::mkdtemp(dir), nullptr);
@@ -531,7 +518,7 @@ TEST_F(Butler, AnOutboxDeliveryRunsWithoutASessionAndIsWrittenOnce) {
   outbox.kind = adapter_kind::outbox;
   outbox.path = std::string{dir} + "/outbox.jsonl";
   auto b = spawn_messenger({outbox});
-  auto r = route(b, delivery("api"), "switchboard");
+  auto r = route(b, test::delivery_route("api"), "switchboard");
   ASSERT_EQ(r.status, "accepted") << r.error_message;
   // The line is synced on the outbox's own thread, which then reports.
   EXPECT_TRUE(test::eventually(
@@ -555,7 +542,7 @@ TEST_F(Butler, ADeliveryNoAdapterServesEndsAsAValidationError) {
   outbox.path = "/nonexistent/outbox.jsonl";
   outbox.channels = {"telegram"};
   auto b = spawn_messenger({outbox});
-  auto r = route(b, delivery("api"), "switchboard");
+  auto r = route(b, test::delivery_route("api"), "switchboard");
   ASSERT_EQ(r.status, "accepted") << r.error_message;
   sched.run();
   EXPECT_EQ(db->rows[r.work_id].state, "error");

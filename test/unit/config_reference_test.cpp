@@ -17,14 +17,9 @@ using namespace butlers;
 
 namespace {
 
+/// The repository root (test/CMakeLists.txt defines it for the unit tests).
 std::string source_dir() {
-#ifdef BUTLERS_SOURCE_DIR
   return BUTLERS_SOURCE_DIR;
-#else
-  std::string self = __FILE__;
-  auto pos = self.rfind("/test/unit/");
-  return pos == std::string::npos ? std::string{"."} : self.substr(0, pos);
-#endif
 }
 
 /// One row of a reference table: key, type, default and range as written.

@@ -13,16 +13,9 @@ using namespace butlers;
 
 namespace {
 
-// The unit-test target may not define BUTLERS_SOURCE_DIR; CMake compiles
-// this file by its absolute path, so the repository root is derived from it.
+/// The repository root (test/CMakeLists.txt defines it for the unit tests).
 std::string source_dir() {
-#ifdef BUTLERS_SOURCE_DIR
   return BUTLERS_SOURCE_DIR;
-#else
-  std::string self = __FILE__;
-  auto pos = self.rfind("/test/unit/");
-  return pos == std::string::npos ? std::string{"."} : self.substr(0, pos);
-#endif
 }
 
 std::string dump(const std::vector<config_error>& errors) {

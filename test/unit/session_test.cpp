@@ -15,6 +15,7 @@
 #include "actors/session.hpp"
 #include "runtime/delivery.hpp"
 #include "runtime/uuid.hpp"
+#include "test/support/deliveries.hpp"
 #include "test/support/deterministic.hpp"
 
 namespace butlers {
@@ -263,17 +264,8 @@ session_params messenger(std::vector<delivery_adapter_ptr> adapters) {
 
 /// A delivery route for a reply on `channel`, typed.
 route_envelope delivery(const std::string& channel) {
-  route_envelope env;
-  env.request_id = make_uuid_v7().to_string();
-  env.received_at = "2026-11-23T04:00:00Z";
-  env.source_channel = channel;
-  env.source_endpoint_identity = "tests";
-  env.source_sender_identity = "user-1";
-  auto notify = make_notify_json(env, "health", "your reply", "work-1");
-  std::string text;
   route_envelope parsed;
-  EXPECT_FALSE(
-    make_delivery_route(notify, make_uuid_v7().to_string(), 0, text, &parsed));
+  test::delivery_route(channel, &parsed);
   return parsed;
 }
 
