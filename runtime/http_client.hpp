@@ -91,7 +91,8 @@ struct http_response {
 
 /// How an http_client connects.
 struct http_client_options {
-  /// Extra CA bundle in PEM (tests use their own CA); "" = the system's.
+  /// CA bundle (PEM) trusted instead of the system's (tests use their
+  /// own CA); "" = the system's.
   std::string ca_file;
   /// Certificate and host name checks. Only tests turn it off; no config
   /// key does.
