@@ -216,7 +216,7 @@ maildir_metrics register_maildir_metrics(metrics_registry& reg,
 // -- maildir_poller -----------------------------------------------------------
 
 maildir_poller::maildir_poller(maildir dir, std::string mailbox,
-                               submit_fn submit, maildir_metrics metrics,
+                               mail_submit_fn submit, maildir_metrics metrics,
                                std::function<int64_t()> now_us)
   : dir_(std::move(dir)), mailbox_(std::move(mailbox)),
     submit_(std::move(submit)), metrics_(metrics), now_us_(std::move(now_us)) {
@@ -268,16 +268,15 @@ maildir_poller::step maildir_poller::handle(const std::string& name) {
   auto envelope = mail_to_ingest(*parsed.message, opts);
   metrics_.submitted->inc();
   auto out = submit_(envelope);
-  switch (out.status) {
-    case submit_status::accepted:
-    case submit_status::deduped:
+  switch (out.verdict) {
+    case mail_submit::stored:
       if (auto err = dir_.mark_seen(name); !err.empty())
         return give_up(name, err);
       metrics_.seen->inc();
       return step::seen;
-    case submit_status::rejected:
+    case mail_submit::invalid:
       return move_to_quarantine(name, "ingest refused it: " + out.detail);
-    case submit_status::unavailable:
+    case mail_submit::later:
     default:
       metrics_.deferred->inc();
       spdlog::warn("maildir {}: {} stays in new/, ingest unavailable: {}",

@@ -80,27 +80,28 @@ class maildir {
   size_t max_bytes_;
 };
 
-/// What the canonical ingest path answered a submitted envelope.
-enum class submit_status {
-  /// Stored: a new request.
-  accepted,
-  /// Stored before (same dedupe key): nothing new, and nothing lost.
-  deduped,
-  /// Refused for good (not a valid envelope): resubmitting cannot help.
-  rejected,
-  /// Not stored now (database down, overload): try again later.
-  unavailable,
+/// What became of a submitted mail, as far as the poller cares (the
+/// connector maps the ingest path's answer onto it).
+enum class mail_submit {
+  /// Stored, now or before (accepted or deduplicated): move it to `cur/`.
+  stored,
+  /// Refused for good (not a valid envelope): quarantine it.
+  invalid,
+  /// Not stored now (database down, node draining, in-flight limit): leave
+  /// it in `new/` and try again on a later pass.
+  later,
 };
 
-/// A submission's answer and its detail (request id, or why not).
-struct submit_outcome {
-  submit_status status = submit_status::unavailable;
+/// A submission's verdict and its detail (request id, or why not).
+struct mail_submit_result {
+  mail_submit verdict = mail_submit::later;
   std::string detail;
 };
 
 /// Submits one `ingest.v1` envelope and blocks until the ingest path
-/// answers (after the commit for `accepted` and `deduped`).
-using submit_fn = std::function<submit_outcome(const std::string& envelope)>;
+/// answers (after the commit when it is stored).
+using mail_submit_fn = std::function<mail_submit_result(
+  const std::string& envelope)>;
 
 /// The poller's counters; each points at a counter that outlives it.
 struct maildir_metrics {
@@ -110,7 +111,7 @@ struct maildir_metrics {
   counter* seen = nullptr;
   /// Files moved to `quarantine/`.
   counter* quarantined = nullptr;
-  /// Submissions answered `unavailable`: the file stays in `new/`.
+  /// Submissions answered `later`: the file stays in `new/`.
   counter* deferred = nullptr;
   /// Files that could be neither moved nor quarantined (permissions): left
   /// in `new/` and skipped until the node restarts.
@@ -139,14 +140,14 @@ class maildir_poller {
  public:
   /// `mailbox` is `source.endpoint_identity` of the envelopes; `now_us`
   /// gives the time for mails without a usable Date.
-  maildir_poller(maildir dir, std::string mailbox, submit_fn submit,
+  maildir_poller(maildir dir, std::string mailbox, mail_submit_fn submit,
                  maildir_metrics metrics, std::function<int64_t()> now_us);
 
   /// Takes up to `batch` files from `new/`, oldest first, one at a time:
   /// parses each (a file that is not a mail is quarantined with the
-  /// reason), submits its envelope, and after `accepted` or `deduped`
-  /// moves it to `cur/`; `rejected` quarantines it; `unavailable` leaves
-  /// it (and the rest of the batch) in `new/` for the next pass. Stops
+  /// reason), submits its envelope, and once it is `stored` moves it to
+  /// `cur/`; `invalid` quarantines it; `later` leaves it (and the rest of
+  /// the batch) in `new/` for the next pass. Stops
   /// between files when `stop` is set.
   maildir_poll_report poll_once(size_t batch,
                                 const std::atomic<bool>* stop = nullptr);
@@ -165,7 +166,7 @@ class maildir_poller {
 
   maildir dir_;
   std::string mailbox_;
-  submit_fn submit_;
+  mail_submit_fn submit_;
   maildir_metrics metrics_;
   std::function<int64_t()> now_us_;
   /// Files that could not be moved out of `new/`: never submitted again

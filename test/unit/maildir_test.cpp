@@ -173,18 +173,17 @@ TEST(Maildir, QuarantineKeepsTheFileAndItsReason) {
 struct fake_ingest {
   std::map<std::string, std::string> by_key; // dedupe key -> envelope
   std::vector<std::string> envelopes;        // every submission
-  std::optional<submit_status> forced;
+  std::optional<mail_submit> forced;
 
-  submit_outcome operator()(const std::string& envelope) {
+  mail_submit_result operator()(const std::string& envelope) {
     envelopes.push_back(envelope);
     if (forced)
       return {*forced, "scripted"};
     auto r = parse_ingest(envelope, 1 << 20, 300, 1700000000000000);
     if (!r.record)
-      return {submit_status::rejected, "invalid"};
-    auto [_, inserted] = by_key.emplace(r.record->dedupe_key, envelope);
-    return {inserted ? submit_status::accepted : submit_status::deduped,
-            r.record->dedupe_key};
+      return {mail_submit::invalid, "invalid"};
+    by_key.emplace(r.record->dedupe_key, envelope);
+    return {mail_submit::stored, r.record->dedupe_key};
   }
 };
 
@@ -288,7 +287,7 @@ TEST_F(MaildirPoller, MalformedMailIsQuarantinedWithoutASubmission) {
 
 TEST_F(MaildirPoller, ARejectedEnvelopeIsQuarantined) {
   drop("1.A.host", "base64.eml");
-  ingest.forced = submit_status::rejected;
+  ingest.forced = mail_submit::invalid;
   auto poller = make();
   EXPECT_EQ(poller.poll_once(10).quarantined, 1u);
   EXPECT_EQ(slurp(tmp.path() / "quarantine" / "1.A.host.reason"),
@@ -298,7 +297,7 @@ TEST_F(MaildirPoller, ARejectedEnvelopeIsQuarantined) {
 TEST_F(MaildirPoller, UnavailableLeavesTheBatchInNewForTheNextPass) {
   drop("1.A.host", "base64.eml");
   drop("2.B.host", "iso_8859_1.eml");
-  ingest.forced = submit_status::unavailable;
+  ingest.forced = mail_submit::later;
   auto poller = make();
   auto r = poller.poll_once(10);
   EXPECT_EQ(r.deferred, 1u);
