@@ -61,6 +61,8 @@ enum class adapter_kind {
   webhook,
   /// Appends JSON lines to a file.
   outbox,
+  /// Mails the reply through an SMTP relay (smtp:// or smtps://).
+  smtp,
 };
 
 /// `[[connector]]` `type`: the channel a connector reads.

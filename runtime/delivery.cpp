@@ -126,6 +126,8 @@ void outbox_adapter::post(const notify_view&, const std::string& notify,
 delivery_adapter_ptr make_delivery_adapter(const delivery_adapter_config& cfg) {
   if (cfg.kind == adapter_kind::webhook)
     return std::make_shared<webhook_adapter>(cfg);
+  if (cfg.kind == adapter_kind::smtp)
+    return std::make_shared<smtp_adapter>(cfg);
   return std::make_shared<outbox_adapter>(cfg);
 }
 

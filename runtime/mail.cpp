@@ -484,6 +484,23 @@ bool mail_raw_fields::may_auto_reply() const {
 
 // -- replies ------------------------------------------------------------------
 
+std::optional<mail_address> parse_mail_address(std::string_view text) {
+  init_gmime();
+  auto opts = make_parser_options(nullptr);
+  std::string s = one_line(text);
+  gobject_ptr<InternetAddressList> list{
+    internet_address_list_parse(opts.get(), s.c_str())};
+  std::vector<mail_address> found;
+  collect_mailboxes(list.get(), found);
+  if (found.empty())
+    return std::nullopt;
+  auto& a = found.front().address;
+  auto at = a.find('@');
+  if (at == std::string::npos || at == 0 || at + 1 == a.size())
+    return std::nullopt;
+  return found.front();
+}
+
 std::string reply_subject(std::string_view subject) {
   auto s = trim(subject);
   if (s.size() >= 3 && (s[0] == 'R' || s[0] == 'r')
@@ -503,18 +520,6 @@ std::string reply_message_id(std::string_view delivery_key,
 }
 
 namespace {
-
-/// The first mailbox of the address text `s`, or nullopt.
-std::optional<mail_address> parse_address(GMimeParserOptions* opts,
-                                          const std::string& s) {
-  gobject_ptr<InternetAddressList> list{
-    internet_address_list_parse(opts, s.c_str())};
-  std::vector<mail_address> found;
-  collect_mailboxes(list.get(), found);
-  if (found.empty() || found.front().address.find('@') == std::string::npos)
-    return std::nullopt;
-  return found.front();
-}
 
 /// The References of a reply: the answered mail's, then its id; beyond
 /// `mail_max_references`, the oldest after the root go.
@@ -560,9 +565,8 @@ gobject_ptr<GMimeTextPart> utf8_text_part(const std::string& text) {
 std::optional<composed_mail> compose_mail(const mail_draft& d,
                                           std::string* error) {
   init_gmime();
-  auto opts = make_parser_options(nullptr);
-  auto from = parse_address(opts.get(), d.from);
-  auto to = parse_address(opts.get(), d.to);
+  auto from = parse_mail_address(d.from);
+  auto to = parse_mail_address(d.to);
   if (!from || !to) {
     if (error != nullptr)
       *error = !from ? "not a mail address (from): '" + d.from + "'"

@@ -78,6 +78,11 @@ struct mail_parse_result {
 /// `warnings`).
 mail_parse_result parse_mail(std::string_view bytes);
 
+/// The first mailbox of the address text `text` (`addr@host`, `Name
+/// <addr@host>`, encoded words allowed), or nullopt when it holds none
+/// with an '@'.
+std::optional<mail_address> parse_mail_address(std::string_view text);
+
 /// `text` from an HTML document: tags dropped (script, style and comments
 /// with their content), block elements and <br> as line breaks, character
 /// references decoded (numeric ones, and the named ones mail uses), runs of

@@ -143,6 +143,8 @@ struct notify_view {
   std::string intent;
   std::string channel;
   std::string recipient;
+  /// delivery.subject ("" when absent): the subject of a mail.
+  std::string subject;
   std::string message;
   std::string idempotency_key;
   /// request_context, when the notify carries one ("" otherwise).
