@@ -109,21 +109,6 @@ check_fn cron_fields() {
   };
 }
 
-/// An http:// URL with a host; "" (unset) passes, `validate_settings` asks
-/// for it where it is required.
-check_fn http_url() {
-  return [](const std::string& x) -> std::string {
-    if (x.empty())
-      return {};
-    if (x.rfind("https://", 0) == 0)
-      return "https:// is not supported; only http:// URLs are, got '" + x
-             + "'";
-    if (x.rfind("http://", 0) != 0 || x.size() == 7 || x[7] == '/')
-      return "must be an http://HOST[:PORT][/PATH] URL, got '" + x + "'";
-    return {};
-  };
-}
-
 /// Source channels of `[[messenger.adapter]]` and `[[router.rule]]`; "*"
 /// means all.
 const std::vector<std::string>& channel_names() {
@@ -397,7 +382,7 @@ const fields<delivery_adapter_config>& adapter_fields() {
     choice("kind", &c::kind, "the adapter").required(),
     texts_of("channels", &c::channels, channel_names(),
              "source channels it delivers for; * means all"),
-    text("url", &c::url, "webhook: where the envelope is POSTed", http_url()),
+    text("url", &c::url, "webhook: where the envelope is POSTed", web_url()),
     secret_text("token", &c::token, redact_token,
                 "webhook: bearer token sent as Authorization"),
     integer("timeout_ms", &c::timeout_ms, 1, 600000,

@@ -52,6 +52,10 @@ source_position position_of(const toml::source_region& r);
 /// Checks that a string is one of `choices`, listing them when not.
 check_fn choice_of(std::vector<std::string> choices);
 
+/// Checks that a string is "" or an http:// or https:// URL by
+/// parse_http_url's rules (runtime/webhook.hpp), saying why not.
+check_fn web_url();
+
 /// The names of E's enumerators in `allowed`, or of all of them.
 template<class E>
 std::vector<std::string> names_of(const std::vector<E>& allowed = {}) {

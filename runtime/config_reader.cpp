@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "runtime/config_fields.hpp"
+#include "runtime/webhook.hpp"
 
 // The TOML reader under the field lists: one `section` per table, the checks
 // of string values, and the text helpers that printing shares.
@@ -328,6 +329,15 @@ void section::finish() {
     auto more = m != moved_.end() ? "; " + m->second : hint(name, known_);
     parser_.error(position_of(k, v), key_of(name), what + more);
   }
+}
+
+check_fn web_url() {
+  return [](const std::string& x) -> std::string {
+    std::string error;
+    if (x.empty() || parse_http_url(x, &error))
+      return {};
+    return error;
+  };
 }
 
 check_fn choice_of(std::vector<std::string> choices) {

@@ -13,48 +13,27 @@ namespace butlers {
 
 // -- URLs ---------------------------------------------------------------------
 
-/// Where an `http://` URL points.
+/// Where an `http://` or `https://` URL points.
 struct http_url {
+  /// https://: TLS with certificate and host name checks.
+  bool tls = false;
   /// Host name or IPv4 address; an IPv6 literal without its brackets.
   std::string host;
+  /// 80 or 443 unless the URL names one.
   uint16_t port = 80;
   /// Path and query as sent in the request line; never empty.
   std::string target = "/";
+
+  /// The URL again, normalised (scheme lower case, default port dropped).
+  std::string str() const;
 };
 
-/// Parses `http://host[:port][/path][?query]`; the fragment is dropped.
-/// `https://` and every other scheme, user info, a missing host, a bad port
-/// and control characters or spaces are errors. On failure returns nullopt
-/// and, when `error` is not null, stores the reason.
+/// Parses `http[s]://host[:port][/path][?query]`; the fragment is dropped.
+/// Every other scheme, user info, a missing host, a bad port and control
+/// characters or spaces are errors. On failure returns nullopt and, when
+/// `error` is not null, stores the reason.
 std::optional<http_url> parse_http_url(std::string_view url,
                                        std::string* error);
-
-// -- one attempt --------------------------------------------------------------
-
-/// What one POST came back with.
-struct http_post_result {
-  /// A complete HTTP response was read.
-  bool sent = false;
-  /// Response status code.
-  int status = 0;
-  /// Response headers in order, names lower-cased.
-  std::vector<std::pair<std::string, std::string>> headers;
-  /// Response body, capped at 64 KiB.
-  std::string body;
-  /// Connect, timeout or parse failure text.
-  std::string error;
-};
-
-/// One blocking attempt: non-blocking connect + poll, then
-/// `POST target` with Host, Content-Type: application/json, Content-Length,
-/// Connection: close and `headers`; reads the status line, headers and body
-/// (Content-Length, chunked, or until close). The whole attempt, from
-/// connect to the last byte, is bounded by `timeout`, except name
-/// resolution (getaddrinfo cannot be interrupted; IP literals skip it).
-/// Never throws; sends with MSG_NOSIGNAL. Interim 1xx responses are skipped.
-http_post_result http_post(
-  const http_url& url, std::string_view body, std::chrono::milliseconds timeout,
-  const std::vector<std::pair<std::string, std::string>>& headers = {});
 
 // -- delivery with retries ----------------------------------------------------
 
@@ -87,15 +66,20 @@ struct webhook_outcome {
   bool retryable = false;
 };
 
-/// Delivers with retries: 2xx = delivered; other 4xx (and 3xx: redirects are
-/// not followed) = permanent failure, no retry; 5xx, 408, 429, connect
-/// errors and timeouts are retried up to `policy.retries` times with
-/// full-jitter exponential backoff. On 429 and 503 a `Retry-After` in
+/// Delivers with retries, one POST per attempt (Content-Type:
+/// application/json) through shared_http_client(), so attempts and
+/// deliveries reuse kept-alive connections: 2xx = delivered; other 4xx (and
+/// 3xx: redirects are not followed) = permanent failure, no retry; 5xx, 408,
+/// 429, connect errors and timeouts are retried up to `policy.retries` times
+/// with full-jitter exponential backoff. On 429 and 503 a `Retry-After` in
 /// seconds replaces the jitter, capped by `backoff_cap`. Every attempt
 /// carries `Idempotency-Key: <idempotency_key>`, so the receiver can drop
-/// the duplicates retries may cause. `cancel`, when not null, is checked
-/// before each attempt and every 50 ms while sleeping; a cancelled delivery
-/// returns promptly with error "cancelled" and retryable = true.
+/// the duplicates retries may cause. Each attempt is bounded by
+/// `policy.timeout`; the first 64 KiB of a refusal's body go into the error.
+/// `cancel`, when not null, is checked before each attempt, during it and
+/// every 50 ms while sleeping; a cancelled delivery returns promptly with
+/// error "cancelled" and retryable = true. Blocking: never on a
+/// cooperatively scheduled actor.
 webhook_outcome deliver_webhook(const http_url& url, std::string_view body,
                                 std::string_view idempotency_key,
                                 const webhook_policy& policy,

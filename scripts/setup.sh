@@ -11,6 +11,8 @@ packages=(
   libcaf-dev libssl-dev libpqxx-dev libpq-dev rapidjson-dev
   librestinio-dev libasio-dev libhttp-parser-dev libfmt-dev
   libtomlplusplus-dev libspdlog-dev libcli11-dev
+  # outbound HTTP(S) and SMTP; MIME parsing of incoming mail
+  libcurl4-openssl-dev libgmime-3.0-dev
   # the node's allocator (CMake option BUTLERS_JEMALLOC)
   libjemalloc-dev
   libgtest-dev libgmock-dev googletest
@@ -18,7 +20,8 @@ packages=(
   postgresql-15 postgresql-client-15 postgresql-contrib
   # used by the scripts and integration tests
   curl procps util-linux
-  # the cluster TLS test makes its CA and node certificates with it
+  # the cluster TLS test and the HTTPS client tests make their CA and
+  # certificates with it
   openssl
 )
 

@@ -845,7 +845,7 @@ max_pendng = 5
 kind = "smtp"
 [[messenger.adapter]]
 kind = "webhook"
-url = "https://hooks.example/notify"
+url = "ftp://hooks.example/notify"
 channels = ["telegram", "sms"]
 [[messenger.adapter]]
 kind = "webhook"
@@ -858,13 +858,14 @@ retries = 101
            err("messenger.adapter[0].kind")
              .is("must be one of webhook, outbox, got 'smtp'"),
            err("messenger.adapter[1].url")
-             .reads("node.toml:8:7: messenger.adapter[1].url: https:// is not "
-                    "supported; only http:// URLs are, got "
-                    "'https://hooks.example/notify'"),
+             .reads("node.toml:8:7: messenger.adapter[1].url: unsupported "
+                    "scheme 'ftp' (only http:// and https:// are)"),
            err("messenger.adapter[1].channels[1]")
              .is("must be one of *, telegram, slack, email, api, mcp, got "
                  "'sms'"),
-           err("messenger.adapter[2].url").has("must be an http://"),
+           err("messenger.adapter[2].url")
+             .is("URL 'hooks.example/notify' has no scheme (expected http:// "
+                 "or https://)"),
            err("messenger.adapter[2].retries")}),
   parsing("adapter_kind_is_required", "[[messenger.adapter]]\npath = \"x\"\n",
           1, {err("messenger.adapter[0].kind").is("missing required key")}),

@@ -123,7 +123,11 @@ class test_receiver {
   }
 
   http_url url(const std::string& target = "/hook") const {
-    return {"127.0.0.1", port_, target};
+    http_url u;
+    u.host = "127.0.0.1";
+    u.port = port_;
+    u.target = target;
+    return u;
   }
 
   /// Called on the receiver thread after a request is recorded, before the
@@ -303,9 +307,25 @@ TEST(http_url_parse, defaults_port_and_target) {
   std::string error;
   auto u = parse_http_url("http://example.org", &error);
   ASSERT_TRUE(u) << error;
+  EXPECT_FALSE(u->tls);
   EXPECT_EQ(u->host, "example.org");
   EXPECT_EQ(u->port, 80);
   EXPECT_EQ(u->target, "/");
+  EXPECT_EQ(u->str(), "http://example.org/");
+}
+
+TEST(http_url_parse, accepts_https_with_its_default_port) {
+  std::string error;
+  auto u = parse_http_url("HTTPS://api.example.org/bot1/send?x=1#f", &error);
+  ASSERT_TRUE(u) << error;
+  EXPECT_TRUE(u->tls);
+  EXPECT_EQ(u->port, 443);
+  EXPECT_EQ(u->target, "/bot1/send?x=1");
+  EXPECT_EQ(u->str(), "https://api.example.org/bot1/send?x=1");
+  u = parse_http_url("https://[::1]:8443", &error);
+  ASSERT_TRUE(u) << error;
+  EXPECT_EQ(u->port, 8443);
+  EXPECT_EQ(u->str(), "https://[::1]:8443/");
 }
 
 TEST(http_url_parse, keeps_path_and_query_drops_fragment) {
@@ -334,8 +354,6 @@ TEST(http_url_parse, rejects_bad_urls_with_reasons) {
     return error;
   };
   EXPECT_TRUE(
-    contains(error_of("https://example.org/x"), "https is not supported"));
-  EXPECT_TRUE(
     contains(error_of("ftp://example.org"), "unsupported scheme 'ftp'"));
   EXPECT_TRUE(contains(error_of("example.org/x"), "has no scheme"));
   EXPECT_TRUE(contains(error_of("http:///path"), "has no host"));
@@ -355,116 +373,6 @@ TEST(http_url_parse, rejects_bad_urls_with_reasons) {
   EXPECT_FALSE(parse_http_url("nope", nullptr));
 }
 
-// -- single attempts ----------------------------------------------------------
-
-TEST(http_post, sends_headers_and_body_intact) {
-  test_receiver rx{{respond(200, "thanks", "X-Reply: yes\r\n")}};
-  // Larger than a socket buffer, so sending takes several rounds.
-  std::string body = R"({"text":"h\u00e9llo \"w\"","pad":")"
-                     + std::string(300000, 'p') + "\"}";
-  auto r = http_post(rx.url("/hook?x=1"), body, 2000ms,
-                     {{"X-Extra", "value 1"}, {"Idempotency-Key", "k-1"}});
-  ASSERT_TRUE(r.sent) << r.error;
-  EXPECT_EQ(r.status, 200);
-  EXPECT_EQ(r.body, "thanks");
-  EXPECT_TRUE(r.error.empty());
-  auto has_header = [&](const std::string& name, const std::string& value) {
-    return std::find(r.headers.begin(), r.headers.end(),
-                     std::make_pair(name, value))
-           != r.headers.end();
-  };
-  EXPECT_TRUE(has_header("x-reply", "yes"));
-  EXPECT_TRUE(has_header("content-length", "6"));
-  auto reqs = rx.requests(1);
-  ASSERT_EQ(reqs.size(), 1u);
-  auto& req = reqs[0];
-  EXPECT_EQ(req.request_line, "POST /hook?x=1 HTTP/1.1");
-  EXPECT_EQ(req.header("host"), "127.0.0.1:" + std::to_string(rx.url().port));
-  EXPECT_EQ(req.header("content-type"), "application/json");
-  EXPECT_EQ(req.header("content-length"), std::to_string(body.size()));
-  EXPECT_EQ(req.header("connection"), "close");
-  EXPECT_EQ(req.header("x-extra"), "value 1");
-  EXPECT_EQ(req.header("idempotency-key"), "k-1");
-  EXPECT_EQ(req.header("authorization"), "<absent>");
-  EXPECT_EQ(req.body, body);
-}
-
-TEST(http_post, decodes_chunked_bodies) {
-  test_receiver rx{{raw("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-                        "5\r\nhello\r\n7;ext=1\r\n, world\r\n0\r\n"
-                        "Trailer: x\r\n\r\n")}};
-  auto r = http_post(rx.url(), "{}", 1000ms);
-  ASSERT_TRUE(r.sent) << r.error;
-  EXPECT_EQ(r.body, "hello, world");
-}
-
-TEST(http_post, reads_until_close_without_framing_and_skips_100) {
-  test_receiver rx{{raw("HTTP/1.1 100 Continue\r\n\r\n"
-                        "HTTP/1.0 202 Accepted\r\n\r\nqueued")}};
-  auto r = http_post(rx.url(), "{}", 1000ms);
-  ASSERT_TRUE(r.sent) << r.error;
-  EXPECT_EQ(r.status, 202);
-  EXPECT_EQ(r.body, "queued");
-}
-
-TEST(http_post, caps_the_body_at_64_kib) {
-  test_receiver rx{{respond(200, std::string(100000, 'b'))}};
-  auto r = http_post(rx.url(), "{}", 1000ms);
-  ASSERT_TRUE(r.sent) << r.error;
-  EXPECT_EQ(r.body.size(), 64u * 1024);
-}
-
-TEST(http_post, reports_a_connection_closed_mid_response) {
-  test_receiver rx{
-    {raw("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly some")}};
-  auto r = http_post(rx.url(), "{}", 1000ms);
-  EXPECT_FALSE(r.sent);
-  EXPECT_EQ(r.status, 0);
-  EXPECT_EQ(r.error,
-            "connection closed after 9 of 100 body bytes (status 200)");
-}
-
-TEST(http_post, reports_garbage_and_silent_close) {
-  {
-    test_receiver rx{{raw("SMTP ready\r\n\r\n")}};
-    auto r = http_post(rx.url(), "{}", 1000ms);
-    EXPECT_FALSE(r.sent);
-    EXPECT_EQ(r.error, "malformed status line 'SMTP ready'");
-  }
-  {
-    test_receiver rx{{raw("")}};
-    auto r = http_post(rx.url(), "{}", 1000ms);
-    EXPECT_FALSE(r.sent);
-    EXPECT_EQ(r.error, "connection closed without a response");
-  }
-}
-
-TEST(http_post, times_out_on_a_silent_server) {
-  test_receiver rx{{hang()}};
-  auto start = steady::now();
-  auto r = http_post(rx.url(), "{}", 200ms);
-  auto took = ms_since(start);
-  EXPECT_FALSE(r.sent);
-  EXPECT_EQ(r.error, "timed out after 200 ms waiting for the response");
-  EXPECT_GE(took, 200);
-  EXPECT_LT(took, 200 + 300);
-}
-
-TEST(http_post, reports_connection_refused) {
-  refusing_port closed;
-  auto r = http_post({"127.0.0.1", closed.port(), "/"}, "{}", 300ms);
-  EXPECT_FALSE(r.sent);
-  EXPECT_TRUE(contains(r.error, "Connection refused")) << r.error;
-  EXPECT_TRUE(contains(r.error, std::to_string(closed.port()))) << r.error;
-}
-
-TEST(http_post, refuses_header_injection) {
-  test_receiver rx{{respond(200)}};
-  auto r = http_post(rx.url(), "{}", 300ms, {{"X-A", "v\r\nX-Evil: 1"}});
-  EXPECT_FALSE(r.sent);
-  EXPECT_EQ(r.error, "bad request header 'X-A'");
-}
-
 // -- delivery with retries ----------------------------------------------------
 
 TEST(deliver_webhook, delivers_on_2xx_with_key_and_token) {
@@ -481,6 +389,8 @@ TEST(deliver_webhook, delivers_on_2xx_with_key_and_token) {
   ASSERT_EQ(reqs.size(), 1u);
   EXPECT_EQ(reqs[0].header("idempotency-key"), "key-42");
   EXPECT_EQ(reqs[0].header("authorization"), "Bearer s3cret");
+  EXPECT_EQ(reqs[0].header("content-type"), "application/json");
+  EXPECT_EQ(reqs[0].request_line, "POST /hook HTTP/1.1");
   EXPECT_EQ(reqs[0].body, R"({"a":1})");
 }
 
@@ -568,20 +478,24 @@ TEST(deliver_webhook, times_out_and_retries_a_silent_server) {
   EXPECT_EQ(out.attempts, 2u);
   EXPECT_TRUE(out.retryable);
   EXPECT_EQ(out.status, 0);
-  EXPECT_EQ(out.error, "timed out after 150 ms waiting for the response");
-  EXPECT_GE(took, 2 * 150);
+  EXPECT_TRUE(contains(out.error, "timed out after 15")) << out.error;
+  EXPECT_GE(took, 2 * (150 - 5)); // curl rounds its clock to milliseconds
   EXPECT_LT(took, 2 * 150 + 5 + 300);
   EXPECT_EQ(rx.requests(2).size(), 2u);
 }
 
 TEST(deliver_webhook, retries_connection_refused) {
   refusing_port closed;
-  auto out = deliver_webhook({"127.0.0.1", closed.port(), "/"}, "{}", "k",
-                             quick_policy(2));
+  http_url url;
+  url.host = "127.0.0.1";
+  url.port = closed.port();
+  auto out = deliver_webhook(url, "{}", "k", quick_policy(2));
   EXPECT_FALSE(out.delivered);
   EXPECT_EQ(out.attempts, 3u);
   EXPECT_TRUE(out.retryable);
-  EXPECT_TRUE(contains(out.error, "Connection refused")) << out.error;
+  EXPECT_TRUE(contains(out.error, "Failed to connect to 127.0.0.1 port "
+                                    + std::to_string(closed.port())))
+    << out.error;
 }
 
 TEST(deliver_webhook, cancel_before_start_makes_no_attempt) {
@@ -594,11 +508,11 @@ TEST(deliver_webhook, cancel_before_start_makes_no_attempt) {
   EXPECT_TRUE(out.retryable);
 }
 
-TEST(deliver_webhook, cancel_interrupts_the_backoff_sleep) {
+TEST(deliver_webhook, cancel_interrupts_the_attempt_or_the_backoff_sleep) {
   test_receiver rx{{respond(500)}};
   std::atomic<bool> cancel{false};
-  // Raised while the first attempt is in flight; the backoff that follows
-  // would be up to 10 s.
+  // Raised while the first attempt is in flight: the attempt sees it, or
+  // the backoff that follows (up to 10 s) does, whichever looks first.
   rx.on_request([&](size_t) {
     cancel = true;
   });
@@ -610,7 +524,28 @@ TEST(deliver_webhook, cancel_interrupts_the_backoff_sleep) {
   auto took = ms_since(start);
   EXPECT_FALSE(out.delivered);
   EXPECT_EQ(out.attempts, 1u);
-  EXPECT_EQ(out.error, "cancelled (last error: HTTP 500)");
+  EXPECT_TRUE(out.error == "cancelled"
+              || out.error == "cancelled (last error: HTTP 500)")
+    << out.error;
   EXPECT_TRUE(out.retryable);
   EXPECT_LT(took, 300);
+  EXPECT_EQ(rx.requests(1).size(), 1u);
+}
+
+TEST(deliver_webhook, cancel_ends_an_attempt_that_waits_for_a_silent_server) {
+  test_receiver rx{{hang()}};
+  std::atomic<bool> cancel{false};
+  rx.on_request([&](size_t) {
+    cancel = true;
+  });
+  auto policy = quick_policy(3);
+  policy.timeout = 10s;
+  auto start = steady::now();
+  auto out = deliver_webhook(rx.url(), "{}", "k", policy, &cancel);
+  auto took = ms_since(start);
+  EXPECT_FALSE(out.delivered);
+  EXPECT_EQ(out.attempts, 1u);
+  EXPECT_EQ(out.error, "cancelled");
+  EXPECT_TRUE(out.retryable);
+  EXPECT_LT(took, 500);
 }
