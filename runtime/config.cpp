@@ -1,6 +1,7 @@
 #include "runtime/config.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -319,7 +320,32 @@ std::vector<config_error> apply_env_overrides(
                      "expected an integer in 0..65535, got '" + *port + "'"});
     }
   }
+  for (size_t i = 0; i < s.connectors.size(); ++i) {
+    auto& cn = s.connectors[i];
+    auto prefix = "connector[" + std::to_string(i) + "].";
+    if (auto token = get(connector_env_name(cn.name, "TOKEN").c_str())) {
+      cn.token = *token;
+      s.positions.erase(prefix + "token");
+    }
+    auto secret_var = connector_env_name(cn.name, "SECRET_TOKEN");
+    if (auto secret = get(secret_var.c_str())) {
+      cn.secret_token = *secret;
+      s.positions.erase(prefix + "secret_token");
+    }
+  }
   return errors;
+}
+
+std::string connector_env_name(const std::string& connector,
+                               const std::string& suffix) {
+  std::string out = "BUTLERS_CONNECTOR_";
+  for (char c : connector)
+    out += c == '-'
+             ? '_'
+             : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  out += '_';
+  out += suffix;
+  return out;
 }
 
 // -- output -------------------------------------------------------------------

@@ -1,0 +1,286 @@
+#include "actors/connector.hpp"
+
+#include <algorithm>
+#include <csignal>
+#include <cstdlib>
+#include <future>
+#include <utility>
+
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/spawn_options.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/http_bridge.hpp"
+#include "runtime/connector_ingest.hpp"
+#include "runtime/connector_sources.hpp"
+#include "runtime/threads.hpp"
+
+namespace butlers {
+
+namespace {
+
+/// How long a source waits for one answer of an actor before it counts
+/// the call as unavailable (the actors answer every call; this only bounds
+/// a call that met a restart).
+constexpr std::chrono::seconds sink_timeout{60};
+
+/// What a failed submission means to its source.
+submit_outcome outcome_of(const caf::error& err) {
+  submit_outcome out;
+  auto code = code_of(err);
+  out.message = message_of(err);
+  if (out.message.empty())
+    out.message = to_string(code);
+  switch (code) {
+    case butlers_errc::overload_rejected:
+      out.status = submit_status::refused;
+      break;
+    case butlers_errc::validation_error:
+      out.status = submit_status::invalid;
+      break;
+    default: out.status = submit_status::unavailable;
+  }
+  return out;
+}
+
+template<class T>
+std::future<T> ready(T x) {
+  std::promise<T> p;
+  p.set_value(std::move(x));
+  return p.get_future();
+}
+
+/// The sink of a connector's source (see `make_connector_sink`).
+class actor_sink final : public connector_sink {
+ public:
+  actor_sink(caf::actor_system& sys, connector_actor hdl,
+             const connector_params& p, std::shared_ptr<connector_stop> stop)
+    : sys_(sys), hdl_(std::move(hdl)), writer_(p.writer), reader_(p.reader),
+      metrics_(connector_metrics::of(p.ctx->metrics, p.cfg.name)),
+      stop_(std::move(stop)) {
+    rules_.connector = p.cfg.name;
+    rules_.endpoint_identity = p.cfg.endpoint_identity;
+    rules_.max_bytes = p.max_envelope_bytes;
+    rules_.dedupe_window_s = p.dedupe_window_s;
+  }
+
+  std::future<submit_outcome> submit_async(std::string envelope,
+                                           std::string dedupe_hint) override {
+    metrics_.received->inc();
+    auto parsed = parse_connector_envelope(envelope, rules_, dedupe_hint,
+                                           unix_now_us());
+    if (!parsed.record) {
+      metrics_.invalid->inc();
+      submit_outcome out;
+      out.status = submit_status::invalid;
+      out.message = describe_rejection(parsed);
+      return ready(std::move(out));
+    }
+    auto done = std::make_shared<std::promise<submit_outcome>>();
+    auto result = done->get_future();
+    bridge<append_result>(
+      sys_, hdl_, sink_timeout,
+      [done](append_result& r) {
+        submit_outcome out;
+        out.status = r.duplicate ? submit_status::deduped
+                                 : submit_status::accepted;
+        out.request_id = std::move(r.request_id);
+        done->set_value(std::move(out));
+      },
+      [done](const caf::error& err) {
+        done->set_value(outcome_of(err));
+      },
+      ingest_atom_v, std::move(*parsed.record));
+    return result;
+  }
+
+  void drop(source_drop what, uint64_t n) override {
+    metrics_.received->inc(n);
+    (what == source_drop::ignored ? metrics_.ignored : metrics_.invalid)
+      ->inc(n);
+  }
+
+  checkpoint_read load_checkpoint(const std::string& key) override {
+    named_statement st{"connector_checkpoint_read", {rules_.connector, key}};
+    auto r = call<named_result>(reader_, read_atom_v, std::move(st));
+    checkpoint_read out;
+    out.ok = r && r->ok;
+    if (out.ok && !r->rows.empty() && !r->rows[0].empty())
+      out.value = r->rows[0][0];
+    return out;
+  }
+
+  bool store_checkpoint(const std::string& key,
+                        const std::string& value) override {
+    // Keyed by the connector: its checkpoints commit in the order stored.
+    named_statement st{"connector_checkpoint_store",
+                       {rules_.connector, key, value},
+                       "connector:" + rules_.connector};
+    auto r = call<named_result>(writer_, exec_atom_v, std::move(st));
+    return r && r->ok && !r->rows.empty();
+  }
+
+  connector_stop& stop() override {
+    return *stop_;
+  }
+
+ private:
+  /// One request to `hdl`, waited for on this (the source's) thread.
+  template<class Reply, class Handle, class... Ts>
+  std::optional<Reply> call(const Handle& hdl, Ts... xs) {
+    if (!hdl)
+      return std::nullopt;
+    auto done = std::make_shared<std::promise<std::optional<Reply>>>();
+    auto result = done->get_future();
+    bridge<Reply>(
+      sys_, hdl, sink_timeout,
+      [done](Reply& r) {
+        done->set_value(std::move(r));
+      },
+      [done](const caf::error&) {
+        done->set_value(std::nullopt);
+      },
+      std::move(xs)...);
+    return result.get();
+  }
+
+  caf::actor_system& sys_;
+  connector_actor hdl_;
+  inbox_writer_actor writer_;
+  db_reader_actor reader_;
+  connector_ingest_rules rules_;
+  connector_metrics metrics_;
+  std::shared_ptr<connector_stop> stop_;
+};
+
+using connector_ptr = connector_actor::stateful_pointer<connector_state>;
+
+/// Sends `rec` to the switchboard and answers `rp` after the commit.
+caf::result<append_result> submit(connector_ptr self, inbox_record&& rec) {
+  auto& st = self->state;
+  if (st.in_flight >= st.cfg.max_in_flight) {
+    st.metrics.refused->inc();
+    return caf::error{butlers_errc::overload_rejected,
+                      "connector " + st.cfg.name + ": "
+                        + std::to_string(st.cfg.max_in_flight)
+                        + " envelope(s) already wait for their commit "
+                          "(max_in_flight)"};
+  }
+  ++st.in_flight;
+  st.metrics.in_flight->add(1);
+  auto rp = self->make_response_promise<append_result>();
+  auto leave = [self] {
+    auto& st = self->state;
+    --st.in_flight;
+    st.metrics.in_flight->add(-1);
+  };
+  // No timeout: the switchboard answers every record once the writer has
+  // (or at once when it refuses); if it dies, this group restarts with it.
+  self->request(st.switchboard, caf::infinite, ingest_atom_v, std::move(rec))
+    .then(
+      [self, rp, leave](append_result& r) mutable {
+        leave();
+        auto& st = self->state;
+        if (st.kill_after_commit)
+          std::raise(SIGKILL); // test only: see connector_state
+        (r.duplicate ? st.metrics.deduped : st.metrics.accepted)->inc();
+        rp.deliver(std::move(r));
+      },
+      [self, rp, leave](caf::error& err) mutable {
+        leave();
+        auto& st = self->state;
+        if (code_of(err) == butlers_errc::overload_rejected)
+          st.metrics.refused->inc();
+        else
+          st.metrics.errors->inc();
+        rp.deliver(std::move(err));
+      });
+  return rp;
+}
+
+/// Starts the source of the connector's type, if it has one.
+void start_source(connector_ptr self, const connector_params& p) {
+  auto src = make_connector_source(p.cfg);
+  if (!src)
+    return;
+  auto sink = make_connector_sink(self->system(), connector_actor{self}, p,
+                                  self->state.stop);
+  self->spawn<caf::detached + caf::linked>(connector_runner, p.cfg.name,
+                                           std::shared_ptr<connector_source>{
+                                             std::move(src)},
+                                           std::move(sink),
+                                           self->state.metrics);
+}
+
+} // namespace
+
+std::shared_ptr<connector_sink> make_connector_sink(
+  caf::actor_system& sys, connector_actor hdl, const connector_params& p,
+  std::shared_ptr<connector_stop> stop) {
+  return std::make_shared<actor_sink>(sys, std::move(hdl), p, std::move(stop));
+}
+
+connector_actor::behavior_type connector(
+  connector_actor::stateful_pointer<connector_state> self,
+  connector_params params) {
+  auto& st = self->state;
+  st.cfg = params.cfg;
+  st.switchboard = params.switchboard;
+  st.metrics = connector_metrics::of(params.ctx->metrics, st.cfg.name);
+  st.metrics.up->set(1);
+  st.stop = std::make_shared<connector_stop>();
+  auto fault = std::getenv("BUTLERS_FAULT");
+  st.kill_after_commit = fault != nullptr
+                         && std::string{fault} == "connector_after_commit";
+  // Whatever ends this actor (shutdown, a group restart) stops the source.
+  self->attach_functor([stop = st.stop] {
+    stop->raise();
+  });
+  start_source(self, params);
+  spdlog::info("connector {}: {} connector started (max_in_flight {})",
+               st.cfg.name, to_string(st.cfg.type), st.cfg.max_in_flight);
+  return {
+    [self](ingest_atom, inbox_record& rec) {
+      return submit(self, std::move(rec));
+    },
+    [self](status_atom) {
+      return self->state.in_flight;
+    },
+  };
+}
+
+connector_runner_actor::behavior_type connector_runner(
+  connector_runner_actor::pointer self, std::string name,
+  std::shared_ptr<connector_source> source,
+  std::shared_ptr<connector_sink> sink, connector_metrics metrics) {
+  self->send(self, run_atom_v);
+  return {
+    [self, name, source, sink, metrics](run_atom) {
+      auto& stop = sink->stop();
+      auto backoff = std::chrono::milliseconds{1000};
+      while (!stop.raised()) {
+        try {
+          source->run(*sink);
+          break;
+        } catch (const std::exception& e) {
+          metrics.errors->inc();
+          spdlog::error("connector {}: source failed: {}; again in {} ms", name,
+                        e.what(), backoff.count());
+        }
+        stop.sleep_for(backoff);
+        backoff = std::min<std::chrono::milliseconds>(backoff * 2,
+                                                      std::chrono::seconds{60});
+      }
+      if (!stop.raised()) {
+        metrics.up->set(0);
+        spdlog::error("connector {}: stopped for good (see above); restart "
+                      "the node once it is fixed",
+                      name);
+      }
+      self->quit();
+    },
+  };
+}
+
+} // namespace butlers
