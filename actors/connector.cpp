@@ -201,7 +201,7 @@ caf::result<append_result> submit(connector_ptr self, inbox_record&& rec) {
 
 /// Starts the source of the connector's type, if it has one.
 void start_source(connector_ptr self, const connector_params& p) {
-  auto src = make_connector_source(p.cfg);
+  auto src = make_connector_source(p.cfg, p.ctx->metrics);
   if (!src)
     return;
   auto sink = make_connector_sink(self->system(), connector_actor{self}, p,

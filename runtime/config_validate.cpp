@@ -223,7 +223,8 @@ void check_messenger_and_connectors(checker& c) {
     if (cn.type == connector_type::http && cn.enabled && !s.http.enabled)
       c.error(c.where({prefix + ".type", prefix}), prefix + ".type",
               "an 'http' connector requires http.enabled = true");
-    if ((cn.type == connector_type::http || cn.type == connector_type::telegram)
+    if ((cn.type == connector_type::http || cn.type == connector_type::telegram
+         || cn.type == connector_type::maildir)
         && cn.endpoint_identity.empty())
       c.error(c.where({prefix + ".type", prefix}),
               prefix + ".endpoint_identity",

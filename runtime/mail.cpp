@@ -349,16 +349,38 @@ std::string bounded_id(const std::string& id) {
   return "sha256:" + sha256_hex(id);
 }
 
-std::string address_json(const mail_address& a) {
-  return R"({"address":)" + json::quote(a.address) + R"(,"name":)"
-         + json::quote(a.name) + "}";
+/// Most code points of one string of `payload.raw`, and most elements of
+/// one of its arrays: a hostile header cannot make the envelope too large
+/// for the ingest limit (the Message-ID and the sender are bounded by
+/// parse_mail and the schema).
+constexpr size_t raw_max_text = 1000;
+constexpr size_t raw_max_items = 50;
+
+std::string bounded_quote(const std::string& s) {
+  return json::quote(truncate_utf8(s, raw_max_text));
 }
 
+std::string address_json(const mail_address& a) {
+  return R"({"address":)" + bounded_quote(a.address) + R"(,"name":)"
+         + bounded_quote(a.name) + "}";
+}
+
+/// The first `raw_max_items` of `xs`; with `keep_last` (References), the
+/// first (the thread root) and the newest.
 template<class T, class F>
-std::string array_json(const std::vector<T>& xs, F each) {
+std::string array_json(const std::vector<T>& xs, F each,
+                       bool keep_last = false) {
+  size_t skip_from = raw_max_items;
+  size_t skip_to = xs.size();
+  if (keep_last && xs.size() > raw_max_items) {
+    skip_from = 1;
+    skip_to = xs.size() - (raw_max_items - 1);
+  }
   std::string out = "[";
   for (size_t i = 0; i < xs.size(); ++i) {
-    if (i > 0)
+    if (i >= skip_from && i < skip_to)
+      continue;
+    if (out.size() > 1)
       out += ',';
     out += each(xs[i]);
   }
@@ -366,22 +388,20 @@ std::string array_json(const std::vector<T>& xs, F each) {
 }
 
 std::string raw_json(const mail_message& m) {
-  std::string out = R"({"message_id":)" + json::quote(m.message_id);
-  out += R"(,"subject":)" + json::quote(m.subject);
+  std::string out = R"({"message_id":)" + bounded_quote(m.message_id);
+  out += R"(,"subject":)" + bounded_quote(m.subject);
   out += R"(,"from":)" + address_json(m.from);
   out += R"(,"to":)" + array_json(m.to, address_json);
   out += R"(,"reply_to":)" + array_json(m.reply_to, address_json);
   out += R"(,"date":)" + json::quote(m.date);
-  out += R"(,"in_reply_to":)" + json::quote(m.in_reply_to);
-  out += R"(,"references":)"
-         + array_json(m.references, [](const std::string& s) {
-             return json::quote(s);
-           });
-  out += R"(,"auto_submitted":)" + json::quote(m.auto_submitted);
+  out += R"(,"in_reply_to":)" + bounded_quote(m.in_reply_to);
+  auto quote_text = [](const std::string& s) {
+    return bounded_quote(s);
+  };
+  out += R"(,"references":)" + array_json(m.references, quote_text, true);
+  out += R"(,"auto_submitted":)" + bounded_quote(m.auto_submitted);
   if (!m.warnings.empty())
-    out += R"(,"warnings":)" + array_json(m.warnings, [](const std::string& s) {
-             return json::quote(s);
-           });
+    out += R"(,"warnings":)" + array_json(m.warnings, quote_text);
   return out + "}";
 }
 

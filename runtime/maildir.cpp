@@ -241,9 +241,10 @@ maildir_poll_report maildir_poller::poll_once(size_t batch,
     auto s = handle(name);
     if (s == step::seen)
       ++report.seen;
-    else if (s == step::quarantined)
+    else if (s == step::quarantined || s == step::unreadable) {
       ++report.quarantined;
-    else if (s == step::stuck)
+      report.unreadable += s == step::unreadable ? 1 : 0;
+    } else if (s == step::stuck)
       ++report.stuck;
     else if (s == step::deferred) {
       ++report.deferred;
@@ -258,10 +259,11 @@ maildir_poller::step maildir_poller::handle(const std::string& name) {
   if (f.vanished)
     return step::vanished;
   if (!f.bytes)
-    return move_to_quarantine(name, f.error);
+    return unreadable(move_to_quarantine(name, f.error));
   auto parsed = parse_mail(*f.bytes);
   if (!parsed.message)
-    return move_to_quarantine(name, "not a usable mail: " + parsed.error);
+    return unreadable(
+      move_to_quarantine(name, "not a usable mail: " + parsed.error));
   mail_ingest_options opts;
   opts.mailbox = mailbox_;
   opts.now_us = now_us_();
@@ -283,6 +285,10 @@ maildir_poller::step maildir_poller::handle(const std::string& name) {
                    dir_.path(), name, out.detail);
       return step::deferred;
   }
+}
+
+maildir_poller::step maildir_poller::unreadable(step s) {
+  return s == step::quarantined ? step::unreadable : s;
 }
 
 maildir_poller::step maildir_poller::move_to_quarantine(

@@ -129,6 +129,8 @@ struct maildir_poll_report {
   size_t listed = 0;
   size_t seen = 0;
   size_t quarantined = 0;
+  /// Of `quarantined`, the files never submitted (unreadable, not a mail).
+  size_t unreadable = 0;
   size_t deferred = 0;
   size_t stuck = 0;
   /// Why `new/` could not be listed ("" when it could).
@@ -158,7 +160,18 @@ class maildir_poller {
 
  private:
   /// What became of one file.
-  enum class step { seen, quarantined, deferred, stuck, vanished };
+  enum class step {
+    seen,
+    quarantined,
+    /// Quarantined without a submission (unreadable, not a mail).
+    unreadable,
+    deferred,
+    stuck,
+    vanished,
+  };
+
+  /// `s`, as `unreadable` when it is `quarantined`.
+  static step unreadable(step s);
 
   step handle(const std::string& name);
   step move_to_quarantine(const std::string& name, const std::string& reason);

@@ -1060,9 +1060,12 @@ path = "/tmp/x.jsonl"
 [cluster.tls]
 key = "/k"
 )",
-             6,
+             7,
              {err("butler[0].runtime.command").at(5), err("butler[1].node"),
-              err("connector[0].path"), err("connector[1].name"),
+              err("connector[0].path"),
+              err("connector[0].endpoint_identity")
+                .is("a 'maildir' connector requires an endpoint_identity"),
+              err("connector[1].name"),
               err("cluster.tls.cert"),
               err("cluster.tls.ca")
                 .is("missing: [cluster.tls] needs cert, "

@@ -367,6 +367,29 @@ TEST(MailIngest, OverlongIdsAreHashedAndTextIsBounded) {
     << "raw keeps the real id for the reply";
 }
 
+TEST(MailIngest, RawHeadersAreBoundedKeepingTheThreadRoot) {
+  mail_message m;
+  m.from.address = "a@example.org";
+  m.message_id = "id@example.org";
+  m.subject = std::string(5000, 's');
+  for (int i = 0; i < 200; ++i) {
+    m.references.push_back("r" + std::to_string(i) + "@x");
+    m.to.push_back({"to" + std::to_string(i) + "@example.org", ""});
+  }
+  m.content_sha256 = sha256_hex("x");
+  auto rec = ingest(m);
+  auto raw = read_mail_raw(rec.raw_payload);
+  ASSERT_TRUE(raw.has_value());
+  EXPECT_EQ(raw->to.size(), 50u);
+  EXPECT_EQ(raw->to.back().address, "to49@example.org");
+  ASSERT_EQ(raw->references.size(), 50u);
+  EXPECT_EQ(raw->references.front(), "r0@x");
+  EXPECT_EQ(raw->references[1], "r151@x");
+  EXPECT_EQ(raw->references.back(), "r199@x");
+  EXPECT_EQ(raw->subject.size(), 1000u);
+  EXPECT_EQ(rec.context.source_thread_identity, "r0@x");
+}
+
 TEST(MailIngest, NoUsableDateFallsBackToNow) {
   auto m = parse_ok("crlf_line_ends.eml");
   m.date.clear();

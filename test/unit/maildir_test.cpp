@@ -4,12 +4,17 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
+#include <set>
 #include <sstream>
+#include <thread>
 
 #include <gtest/gtest.h>
 
 #include "runtime/ingest.hpp"
 #include "runtime/maildir.hpp"
+#include "runtime/maildir_source.hpp"
+#include "test/support/poll.hpp"
 
 namespace butlers {
 namespace {
@@ -270,6 +275,7 @@ TEST_F(MaildirPoller, MalformedMailIsQuarantinedWithoutASubmission) {
   auto poller = make();
   auto r = poller.poll_once(10);
   EXPECT_EQ(r.quarantined, 2u);
+  EXPECT_EQ(r.unreadable, 2u);
   EXPECT_EQ(r.seen, 1u);
   EXPECT_EQ(ingest.envelopes.size(), 1u);
   EXPECT_EQ(in("quarantine"),
@@ -289,7 +295,9 @@ TEST_F(MaildirPoller, ARejectedEnvelopeIsQuarantined) {
   drop("1.A.host", "base64.eml");
   ingest.forced = mail_submit::invalid;
   auto poller = make();
-  EXPECT_EQ(poller.poll_once(10).quarantined, 1u);
+  auto r = poller.poll_once(10);
+  EXPECT_EQ(r.quarantined, 1u);
+  EXPECT_EQ(r.unreadable, 0u) << "submitted, and counted by the sink";
   EXPECT_EQ(slurp(tmp.path() / "quarantine" / "1.A.host.reason"),
             "ingest refused it: scripted\n");
 }
@@ -367,6 +375,130 @@ TEST_F(MaildirPoller, AMissingNewDirectoryIsReported) {
   auto r = poller.poll_once(10);
   EXPECT_EQ(r.listed, 0u);
   EXPECT_NE(r.error, "");
+}
+
+// -- the connector source -----------------------------------------------------
+
+TEST(MaildirSource, TheIngestAnswerMapsOntoTheVerdict) {
+  auto v = [](submit_status s) {
+    submit_outcome o;
+    o.status = s;
+    return mail_verdict(o).verdict;
+  };
+  EXPECT_EQ(v(submit_status::accepted), mail_submit::stored);
+  EXPECT_EQ(v(submit_status::deduped), mail_submit::stored);
+  EXPECT_EQ(v(submit_status::invalid), mail_submit::invalid);
+  EXPECT_EQ(v(submit_status::unavailable), mail_submit::later);
+  EXPECT_EQ(v(submit_status::refused), mail_submit::later);
+}
+
+/// The canonical ingest path behind a connector, in memory.
+class fake_sink final : public connector_sink {
+ public:
+  std::future<submit_outcome> submit_async(std::string envelope,
+                                           std::string) override {
+    std::lock_guard<std::mutex> guard{mtx_};
+    submit_outcome out;
+    auto r = parse_ingest(envelope, 1 << 20, 300, 1700000000000000);
+    if (!r.record) {
+      out.status = submit_status::invalid;
+    } else {
+      auto [_, fresh] = keys_.insert(r.record->dedupe_key);
+      out.status = fresh ? submit_status::accepted : submit_status::deduped;
+      ++stored_;
+    }
+    std::promise<submit_outcome> p;
+    p.set_value(out);
+    return p.get_future();
+  }
+  void drop(source_drop what, uint64_t n) override {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (what == source_drop::invalid)
+      dropped_ += n;
+  }
+  checkpoint_read load_checkpoint(const std::string&) override {
+    return {};
+  }
+  bool store_checkpoint(const std::string&, const std::string&) override {
+    return false;
+  }
+  connector_stop& stop() override {
+    return stop_;
+  }
+  size_t distinct() {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return keys_.size();
+  }
+  uint64_t dropped() {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return dropped_;
+  }
+
+ private:
+  std::mutex mtx_;
+  std::set<std::string> keys_;
+  size_t stored_ = 0;
+  uint64_t dropped_ = 0;
+  connector_stop stop_;
+};
+
+TEST(MaildirSource, PollsNewUntilStoppedAndCountsWhatItCannotRead) {
+  temp_dir tmp;
+  auto box = tmp.path() / "box";
+  connector_config cfg;
+  cfg.name = "mail";
+  cfg.type = connector_type::maildir;
+  cfg.path = box.string();
+  cfg.endpoint_identity = "inbox@example.net";
+  cfg.poll_ms = 20;
+  metrics_registry reg;
+  maildir_source source{cfg, register_maildir_metrics(reg, "mail")};
+  fake_sink sink;
+  std::thread runner{[&] {
+    source.run(sink);
+  }};
+  // The source made the directories; mails arrive while it polls.
+  ASSERT_TRUE(test::eventually(
+    [&] {
+      return fs::is_directory(box / "tmp");
+    },
+    std::chrono::seconds{10}));
+  for (int i = 0; i < 70; ++i) // more than one pass takes
+    write(box / "new" / (std::to_string(1000 + i) + ".M.host"),
+          "From: a@example.org\nMessage-ID: <" + std::to_string(i)
+            + "@x>\n\nhi\n");
+  write(box / "new" / "2000.bad.host", fixture("malformed_no_from.eml"));
+  EXPECT_TRUE(test::eventually(
+    [&] {
+      return names_in(box / "cur").size() == 70;
+    },
+    std::chrono::seconds{10}));
+  EXPECT_TRUE(test::eventually(
+    [&] {
+      return sink.dropped() == 1;
+    },
+    std::chrono::seconds{10}));
+  sink.stop().raise();
+  runner.join();
+  EXPECT_TRUE(names_in(box / "new").empty());
+  EXPECT_EQ(sink.distinct(), 70u);
+  EXPECT_EQ(names_in(box / "quarantine"),
+            (std::vector<std::string>{"2000.bad.host",
+                                      "2000.bad.host.reason"}));
+}
+
+TEST(MaildirSource, AMaildirThatCannotBeMadeThrowsForTheRunnersBackoff) {
+  temp_dir tmp;
+  write(tmp.path() / "file", "");
+  connector_config cfg;
+  cfg.name = "mail";
+  cfg.type = connector_type::maildir;
+  cfg.path = (tmp.path() / "file" / "box").string();
+  cfg.endpoint_identity = "inbox@example.net";
+  metrics_registry reg;
+  maildir_source source{cfg, register_maildir_metrics(reg, "mail")};
+  fake_sink sink;
+  EXPECT_THROW(source.run(sink), std::runtime_error);
 }
 
 } // namespace
