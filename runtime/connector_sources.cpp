@@ -2,17 +2,27 @@
 
 #include <spdlog/spdlog.h>
 
+#include "runtime/jsonl_source.hpp"
+
 namespace butlers {
 
 std::unique_ptr<connector_source> make_connector_source(
-  const connector_config& cfg) {
+  const connector_config& cfg, const connector_source_limits& limits) {
   switch (cfg.type) {
     case connector_type::http: return nullptr;
     case connector_type::telegram:
       if (cfg.mode == connector_mode::webhook)
         return nullptr;
       break;
-    case connector_type::jsonl: break;
+    case connector_type::jsonl: {
+      jsonl_source::options o;
+      o.name = cfg.name;
+      o.path = cfg.path;
+      o.poll = std::chrono::milliseconds{cfg.poll_ms};
+      o.batch = cfg.max_in_flight;
+      o.max_line_bytes = limits.max_envelope_bytes;
+      return std::make_unique<jsonl_source>(std::move(o));
+    }
     case connector_type::maildir: break;
   }
   spdlog::error("connector {}: {} sources are not part of this build", cfg.name,
