@@ -106,10 +106,18 @@ class actor_sink final : public connector_sink {
     return out;
   }
 
-  void drop(source_drop what, uint64_t n) override {
-    metrics_.received->inc(n);
-    (what == source_drop::ignored ? metrics_.ignored : metrics_.invalid)
-      ->inc(n);
+  void count(source_event what, uint64_t n) override {
+    switch (what) {
+      case source_event::ignored:
+        metrics_.received->inc(n);
+        metrics_.ignored->inc(n);
+        break;
+      case source_event::invalid:
+        metrics_.received->inc(n);
+        metrics_.invalid->inc(n);
+        break;
+      case source_event::failed: metrics_.errors->inc(n); break;
+    }
   }
 
   checkpoint_read load_checkpoint(const std::string& key) override {

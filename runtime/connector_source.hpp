@@ -97,14 +97,19 @@ class connector_stop {
 
 // -- the sink -----------------------------------------------------------------
 
-/// What a source has dropped by itself, without submitting it.
-enum class source_drop : uint8_t {
+/// What a source counts by itself, without submitting anything.
+enum class source_event : uint8_t {
   /// An event of a kind the connector does not take (a Telegram
-  /// `callback_query`, a message without text): acknowledged at the source.
+  /// `callback_query`, a message without text): acknowledged at the source
+  /// (counted received and ignored).
   ignored,
-  /// Input the source cannot read (a malformed Update, a line that is not
-  /// JSON): skipped, logged with where it was, never retried.
+  /// Input the source cannot read (a malformed Update, a line too long):
+  /// skipped, logged with where it was, never retried (counted received and
+  /// invalid).
   invalid,
+  /// The source's upstream failed (a getUpdates error, an unreadable
+  /// directory); it retries later (counted errors).
+  failed,
 };
 
 /// Reading a checkpoint: its value, none stored yet, or the database did
@@ -149,8 +154,8 @@ class connector_sink {
     return submit_all(std::move(one)).at(0);
   }
 
-  /// Counts input the source dropped itself (and as received).
-  virtual void drop(source_drop what, uint64_t n = 1) = 0;
+  /// Counts what the source handled by itself (see `source_event`).
+  virtual void count(source_event what, uint64_t n = 1) = 0;
 
   /// The checkpoint stored under `key` for this connector
   /// (`connector_checkpoints`).

@@ -154,7 +154,7 @@ bool jsonl_source::submit(connector_sink& sink, std::vector<jsonl_line>& lines,
     for (; done < lines.size(); ++done) {
       auto& l = lines[done];
       if (l.too_long) {
-        sink.drop(source_drop::invalid);
+        sink.count(source_event::invalid);
         spdlog::warn("connector {}: {} line {} is longer than {} bytes, "
                      "skipped",
                      opts_.name, opts_.path, l.number, opts_.max_line_bytes);

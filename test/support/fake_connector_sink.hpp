@@ -52,9 +52,12 @@ class fake_connector_sink final : public connector_sink {
     return out;
   }
 
-  void drop(source_drop what, uint64_t n) override {
+  void count(source_event what, uint64_t n) override {
     std::lock_guard<std::mutex> guard{mtx_};
-    (what == source_drop::ignored ? ignored_ : invalid_) += n;
+    (what == source_event::ignored   ? ignored_
+     : what == source_event::invalid ? invalid_
+                                     : failed_)
+      += n;
     cv_.notify_all();
   }
 
@@ -146,6 +149,11 @@ class fake_connector_sink final : public connector_sink {
     return ignored_;
   }
 
+  uint64_t failures() const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return failed_;
+  }
+
   size_t loads() const {
     std::lock_guard<std::mutex> guard{mtx_};
     return loads_;
@@ -184,6 +192,7 @@ class fake_connector_sink final : public connector_sink {
   std::vector<std::string> stores_;
   uint64_t invalid_ = 0;
   uint64_t ignored_ = 0;
+  uint64_t failed_ = 0;
   size_t loads_ = 0;
   int failing_loads_ = 0;
 };
