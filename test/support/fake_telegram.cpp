@@ -184,11 +184,13 @@ telegram_fault telegram_fault::lost_reply(std::chrono::milliseconds hold) {
 
 fake_telegram::fake_telegram(fake_telegram_options options)
   : options_(std::move(options)), next_update_id_(options_.first_update_id),
-    server_([this](loopback_connection& conn) {
-      serve_http(conn, [this](const http_request_in& req) {
-        return handle(req);
-      });
-    }) {
+    server_(
+      [this](loopback_connection& conn) {
+        serve_http(conn, [this](const http_request_in& req) {
+          return handle(req);
+        });
+      },
+      options_.port) {
   // nop
 }
 
@@ -362,6 +364,13 @@ void fake_telegram::remember_update(std::string_view update_json) {
     throw std::invalid_argument{"remember_update: not a JSON object"};
   std::lock_guard<std::mutex> guard{mtx_};
   learn(doc);
+}
+
+int64_t fake_telegram::next_message_id(int64_t chat_id) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  auto& next = next_message_id_[chat_id];
+  next = std::max<int64_t>(next, 1);
+  return next++;
 }
 
 size_t fake_telegram::pending_updates() const {

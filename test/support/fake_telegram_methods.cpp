@@ -165,7 +165,7 @@ fake_telegram::method_result fake_telegram::send_message(
   sent.chat_id = *chat_id;
   auto& next = next_message_id_[*chat_id];
   next = std::max<int64_t>(next, 1);
-  sent.message_id = next++;
+  sent.message_id = next++; // next_message_id() without the second lock
   sent.text = text;
   sent.reply_to_message_id = reply_to;
   sent.parse_mode = parse_mode;

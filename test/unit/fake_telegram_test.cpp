@@ -259,6 +259,13 @@ TEST_F(
   EXPECT_EQ(sent[0].reply_to_message_id, 7);
   EXPECT_EQ(sent[1].reply_to_message_id, 8);
   EXPECT_EQ(sent[1].message_id, sent[0].message_id + 1);
+  // The users' messages and the bot's share one sequence per chat.
+  EXPECT_EQ(tg.next_message_id(42), sent[1].message_id + 1);
+  telegram::message_spec m;
+  m.chat_id = 42;
+  m.message_id = 100;
+  tg.push_update(telegram::message_update(m));
+  EXPECT_EQ(tg.next_message_id(42), 101);
 }
 
 TEST_F(fake_telegram_test, text_over_4096_code_points_is_too_long) {
