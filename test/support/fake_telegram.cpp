@@ -12,30 +12,10 @@ namespace butlers::test {
 namespace {
 
 using rapidjson::Value;
+using telegram_detail::as_int;
 using telegram_detail::failure;
 using telegram_detail::lower;
 using telegram_detail::member;
-
-std::optional<int64_t> as_int(const Value* v) {
-  if (v == nullptr)
-    return std::nullopt;
-  if (v->IsInt64())
-    return v->GetInt64();
-  if (v->IsString()) {
-    std::string s = v->GetString();
-    if (s.empty() || s.size() > 20)
-      return std::nullopt;
-    size_t pos = 0;
-    try {
-      auto n = std::stoll(s, &pos);
-      if (pos == s.size())
-        return n;
-    } catch (const std::exception&) {
-      return std::nullopt;
-    }
-  }
-  return std::nullopt;
-}
 
 std::string nginx_page(int status) {
   std::string line = std::to_string(status) + " " + reason_phrase(status);
@@ -314,7 +294,7 @@ void fake_telegram::hold(std::chrono::milliseconds how_long) {
 std::optional<telegram_fault> fake_telegram::take_fault(
   const std::string& method) {
   std::lock_guard<std::mutex> guard{mtx_};
-  for (auto key : {lower(method), std::string{"*"}}) {
+  for (const auto& key : {lower(method), std::string{"*"}}) {
     auto i = faults_.find(key);
     if (i != faults_.end() && !i->second.empty()) {
       auto f = std::move(i->second.front());

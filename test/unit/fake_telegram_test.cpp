@@ -286,6 +286,19 @@ TEST_F(fake_telegram_test, text_over_4096_code_points_is_too_long) {
   EXPECT_EQ(tg.messages_to(5).size(), 1u);
 }
 
+TEST_F(fake_telegram_test, a_missing_or_non_numeric_chat_id_is_400) {
+  auto r = call("sendMessage", R"({"text":"to whom?"})");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("chat_id is empty"), std::string::npos);
+  r = call("sendMessage", R"({"chat_id":"@somechannel","text":"hi"})");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("chat not found"), std::string::npos);
+  // A numeric string is a chat id, as Telegram takes it.
+  EXPECT_EQ(call("sendMessage", R"({"chat_id":"-100123","text":"hi"})").status,
+            200);
+  EXPECT_EQ(tg.messages_to(-100123).size(), 1u);
+}
+
 TEST_F(fake_telegram_test, a_blocked_chat_is_403_forbidden) {
   tg.block_chat(77);
   auto r = call("sendMessage", R"({"chat_id":77,"text":"hello?"})");
