@@ -464,6 +464,11 @@ std::string fake_telegram::webhook_url() const {
   return webhook_url_;
 }
 
+std::string fake_telegram::webhook_secret() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return webhook_secret_;
+}
+
 // -- what the fake knows
 // --------------------------------------------------------
 

@@ -259,6 +259,9 @@ class fake_telegram {
   /// The URL of the last setWebhook ("" when none or deleted).
   std::string webhook_url() const;
 
+  /// The secret_token of the last setWebhook ("" when none or deleted).
+  std::string webhook_secret() const;
+
  private:
   struct stored_update {
     int64_t id = 0;

@@ -205,6 +205,7 @@ TEST_F(fake_telegram_test, get_updates_is_409_while_a_webhook_is_set) {
               .status,
             200);
   EXPECT_EQ(tg.webhook_url(), "https://example.org/hook");
+  EXPECT_EQ(tg.webhook_secret(), "s");
   EXPECT_EQ(call("getUpdates", "{}").status, 409);
   EXPECT_EQ(call("deleteWebhook", "{}").status, 200);
   EXPECT_EQ(call("getUpdates", "{}").status, 200);
