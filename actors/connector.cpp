@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <future>
 #include <utility>
+#include <vector>
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
@@ -44,11 +45,15 @@ submit_outcome outcome_of(const caf::error& err) {
   return out;
 }
 
-template<class T>
-std::future<T> ready(T x) {
-  std::promise<T> p;
-  p.set_value(std::move(x));
-  return p.get_future();
+/// What one record's result in a batch means to its source.
+submit_outcome outcome_of(append_result& r) {
+  if (r.error_code != 0)
+    return outcome_of(caf::error{static_cast<butlers_errc>(r.error_code),
+                                 std::move(r.error_message)});
+  submit_outcome out;
+  out.status = r.duplicate ? submit_status::deduped : submit_status::accepted;
+  out.request_id = std::move(r.request_id);
+  return out;
 }
 
 /// The sink of a connector's source (see `make_connector_sink`).
@@ -65,40 +70,54 @@ class actor_sink final : public connector_sink {
     rules_.dedupe_window_s = p.dedupe_window_s;
   }
 
-  std::future<submit_outcome> submit_async(std::string envelope,
-                                           std::string dedupe_hint) override {
-    metrics_.received->inc();
-    auto parsed = parse_connector_envelope(envelope, rules_, dedupe_hint,
-                                           unix_now_us());
-    if (!parsed.record) {
-      metrics_.invalid->inc();
-      submit_outcome out;
-      out.status = submit_status::invalid;
-      out.message = describe_rejection(parsed);
-      return ready(std::move(out));
+  std::vector<submit_outcome> submit_all(
+    std::vector<submission> batch) override {
+    std::vector<submit_outcome> out(batch.size());
+    std::vector<inbox_record> recs;
+    std::vector<size_t> where; // index in `out` of each of `recs`
+    metrics_.received->inc(batch.size());
+    auto now = unix_now_us();
+    for (size_t i = 0; i < batch.size(); ++i) {
+      auto parsed = parse_connector_envelope(batch[i].envelope, rules_,
+                                             batch[i].dedupe_hint, now);
+      if (!parsed.record) {
+        metrics_.invalid->inc();
+        out[i].status = submit_status::invalid;
+        out[i].message = describe_rejection(parsed);
+        continue;
+      }
+      recs.push_back(std::move(*parsed.record));
+      where.push_back(i);
     }
-    auto done = std::make_shared<std::promise<submit_outcome>>();
-    auto result = done->get_future();
-    bridge<append_result>(
-      sys_, hdl_, sink_timeout,
-      [done](append_result& r) {
-        submit_outcome out;
-        out.status = r.duplicate ? submit_status::deduped
-                                 : submit_status::accepted;
-        out.request_id = std::move(r.request_id);
-        done->set_value(std::move(out));
-      },
-      [done](const caf::error& err) {
-        done->set_value(outcome_of(err));
-      },
-      ingest_atom_v, std::move(*parsed.record));
-    return result;
+    if (recs.empty())
+      return out;
+    auto n = recs.size();
+    auto res = call<std::vector<append_result>>(hdl_, ingest_atom_v,
+                                                std::move(recs));
+    for (size_t j = 0; j < n; ++j) {
+      auto& o = out[where[j]];
+      if (!res || j >= res->size()) {
+        o.status = submit_status::unavailable;
+        o.message = "the connector did not answer";
+      } else {
+        o = outcome_of((*res)[j]);
+      }
+    }
+    return out;
   }
 
-  void drop(source_drop what, uint64_t n) override {
-    metrics_.received->inc(n);
-    (what == source_drop::ignored ? metrics_.ignored : metrics_.invalid)
-      ->inc(n);
+  void count(source_event what, uint64_t n) override {
+    switch (what) {
+      case source_event::ignored:
+        metrics_.received->inc(n);
+        metrics_.ignored->inc(n);
+        break;
+      case source_event::invalid:
+        metrics_.received->inc(n);
+        metrics_.invalid->inc(n);
+        break;
+      case source_event::failed: metrics_.errors->inc(n); break;
+    }
   }
 
   checkpoint_read load_checkpoint(const std::string& key) override {
@@ -156,6 +175,67 @@ class actor_sink final : public connector_sink {
 
 using connector_ptr = connector_actor::stateful_pointer<connector_state>;
 
+/// Counts one record's result.
+void count(connector_state& st, const append_result& r) {
+  if (r.error_code == 0)
+    (r.duplicate ? st.metrics.deduped : st.metrics.accepted)->inc();
+  else if (static_cast<butlers_errc>(r.error_code)
+           == butlers_errc::overload_rejected)
+    st.metrics.refused->inc();
+  else
+    st.metrics.errors->inc();
+}
+
+/// Sends the records to the switchboard as one batch, in order, and
+/// answers after the commit; those beyond `max_in_flight` are refused.
+caf::result<std::vector<append_result>> submit_batch(
+  connector_ptr self, std::vector<inbox_record>&& recs) {
+  auto& st = self->state;
+  auto room = st.cfg.max_in_flight
+              - std::min(st.in_flight, st.cfg.max_in_flight);
+  auto taken = std::min<size_t>(room, recs.size());
+  std::vector<append_result> refused(recs.size() - taken);
+  for (auto& r : refused) {
+    r.error_code = static_cast<uint8_t>(butlers_errc::overload_rejected);
+    r.error_message = "connector " + st.cfg.name + ": max_in_flight ("
+                      + std::to_string(st.cfg.max_in_flight) + ") reached";
+    st.metrics.refused->inc();
+  }
+  if (taken == 0)
+    return refused;
+  recs.resize(taken);
+  auto n = static_cast<uint32_t>(taken);
+  st.in_flight += n;
+  st.metrics.in_flight->add(n);
+  auto rp = self->make_response_promise<std::vector<append_result>>();
+  auto finish = [self, rp, n, refused](std::vector<append_result> res) mutable {
+    auto& st = self->state;
+    st.in_flight -= n;
+    st.metrics.in_flight->add(-static_cast<int64_t>(n));
+    if (st.kill_after_commit
+        && std::any_of(res.begin(), res.end(), [](const append_result& r) {
+             return r.error_code == 0;
+           }))
+      std::raise(SIGKILL); // test only: see connector_state
+    for (auto& r : res)
+      count(st, r);
+    res.insert(res.end(), refused.begin(), refused.end());
+    rp.deliver(std::move(res));
+  };
+  self->request(st.switchboard, caf::infinite, ingest_atom_v, std::move(recs))
+    .then(
+      [finish](std::vector<append_result>& res) mutable {
+        finish(std::move(res));
+      },
+      [finish, n](caf::error& err) mutable {
+        append_result failed;
+        failed.error_code = static_cast<uint8_t>(code_of(err));
+        failed.error_message = message_of(err);
+        finish(std::vector<append_result>(n, failed));
+      });
+  return rp;
+}
+
 /// Sends `rec` to the switchboard and answers `rp` after the commit.
 caf::result<append_result> submit(connector_ptr self, inbox_record&& rec) {
   auto& st = self->state;
@@ -201,7 +281,9 @@ caf::result<append_result> submit(connector_ptr self, inbox_record&& rec) {
 
 /// Starts the source of the connector's type, if it has one.
 void start_source(connector_ptr self, const connector_params& p) {
-  auto src = make_connector_source(p.cfg, p.ctx->metrics);
+  connector_source_limits limits;
+  limits.max_envelope_bytes = p.max_envelope_bytes;
+  auto src = make_connector_source(p.cfg, limits, p.ctx->metrics);
   if (!src)
     return;
   auto sink = make_connector_sink(self->system(), connector_actor{self}, p,
@@ -243,6 +325,9 @@ connector_actor::behavior_type connector(
   return {
     [self](ingest_atom, inbox_record& rec) {
       return submit(self, std::move(rec));
+    },
+    [self](ingest_atom, std::vector<inbox_record>& recs) {
+      return submit_batch(self, std::move(recs));
     },
     [self](status_atom) {
       return self->state.in_flight;

@@ -175,6 +175,11 @@ using connector_actor = caf::typed_actor<
   /// `database_unavailable`, `draining` or `target_unavailable` when
   /// nothing was stored (counted `errors`).
   caf::replies_to<ingest_atom, inbox_record>::with<append_result>,
+  /// The same for a source's batch, in order (one request to the
+  /// switchboard, so the batch keeps its order): records beyond
+  /// `max_in_flight` carry `overload_rejected`, unstored ones their error.
+  caf::replies_to<ingest_atom,
+                  std::vector<inbox_record>>::with<std::vector<append_result>>,
   /// How many records of this connector wait for their commit.
   caf::replies_to<status_atom>::with<uint32_t>>;
 

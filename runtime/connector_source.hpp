@@ -13,11 +13,11 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace butlers {
 
@@ -97,14 +97,19 @@ class connector_stop {
 
 // -- the sink -----------------------------------------------------------------
 
-/// What a source has dropped by itself, without submitting it.
-enum class source_drop : uint8_t {
+/// What a source counts by itself, without submitting anything.
+enum class source_event : uint8_t {
   /// An event of a kind the connector does not take (a Telegram
-  /// `callback_query`, a message without text): acknowledged at the source.
+  /// `callback_query`, a message without text): acknowledged at the source
+  /// (counted received and ignored).
   ignored,
-  /// Input the source cannot read (a malformed Update, a line that is not
-  /// JSON): skipped, logged with where it was, never retried.
+  /// Input the source cannot read (a malformed Update, a line too long):
+  /// skipped, logged with where it was, never retried (counted received and
+  /// invalid).
   invalid,
+  /// The source's upstream failed (a getUpdates error, an unreadable
+  /// directory); it retries later (counted errors).
+  failed,
 };
 
 /// Reading a checkpoint: its value, none stored yet, or the database did
@@ -116,29 +121,41 @@ struct checkpoint_read {
   std::optional<std::string> value;
 };
 
+/// One envelope for `connector_sink::submit_all`.
+struct submission {
+  /// `ingest.v1` JSON text.
+  std::string envelope;
+  /// When not empty, the identity of an envelope that has none of its own
+  /// (no Telegram or email event id, no `control.idempotency_key`): it
+  /// replaces the time-bucketed content hash as the dedupe key, so a replay
+  /// after a restart finds the first copy however much later it comes.
+  std::string dedupe_hint;
+};
+
 /// How a source reaches the node. Every call may block (a source runs on a
 /// thread of its own); all are safe from any thread.
 class connector_sink {
  public:
   virtual ~connector_sink() = default;
 
-  /// Validates `envelope` (`ingest.v1` JSON text) as POST /v1/ingest does
-  /// and submits it; the future is ready after the commit (or the
-  /// refusal). Counts it as received. `dedupe_hint`, when not empty, is
-  /// the identity of an envelope that has none of its own (no Telegram or
-  /// email event id, no `control.idempotency_key`): it replaces the
-  /// time-bucketed content hash as the dedupe key, so a replay after a
-  /// restart finds the first copy however much later it comes.
-  virtual std::future<submit_outcome>
-  submit_async(std::string envelope, std::string dedupe_hint = {}) = 0;
+  /// Validates each envelope as POST /v1/ingest does and submits the valid
+  /// ones together, in order (one trip to the switchboard, so one source's
+  /// envelopes keep their order); returns once every one is committed or
+  /// refused, one outcome per submission, in order. Counts each as
+  /// received. At most the connector's `max_in_flight` are taken at once:
+  /// the ones beyond come back `refused` (submit them again later).
+  virtual std::vector<submit_outcome>
+  submit_all(std::vector<submission> batch) = 0;
 
-  /// `submit_async`, waited for.
+  /// One envelope; see `submit_all`.
   submit_outcome submit(std::string envelope, std::string dedupe_hint = {}) {
-    return submit_async(std::move(envelope), std::move(dedupe_hint)).get();
+    std::vector<submission> one;
+    one.push_back(submission{std::move(envelope), std::move(dedupe_hint)});
+    return submit_all(std::move(one)).at(0);
   }
 
-  /// Counts input the source dropped itself (and as received).
-  virtual void drop(source_drop what, uint64_t n = 1) = 0;
+  /// Counts what the source handled by itself (see `source_event`).
+  virtual void count(source_event what, uint64_t n = 1) = 0;
 
   /// The checkpoint stored under `key` for this connector
   /// (`connector_checkpoints`).

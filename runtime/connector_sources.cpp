@@ -2,19 +2,38 @@
 
 #include <spdlog/spdlog.h>
 
+#include "runtime/jsonl_source.hpp"
 #include "runtime/maildir_source.hpp"
+#include "runtime/telegram_poll.hpp"
 
 namespace butlers {
 
 std::unique_ptr<connector_source> make_connector_source(
-  const connector_config& cfg, metrics_registry& metrics) {
+  const connector_config& cfg, const connector_source_limits& limits,
+  metrics_registry& metrics) {
   switch (cfg.type) {
     case connector_type::http: return nullptr;
-    case connector_type::telegram:
+    case connector_type::telegram: {
       if (cfg.mode == connector_mode::webhook)
         return nullptr;
-      break;
-    case connector_type::jsonl: break;
+      telegram_poll_source::options o;
+      o.name = cfg.name;
+      o.api_base = cfg.api_base;
+      o.token = cfg.token;
+      o.endpoint_identity = cfg.endpoint_identity;
+      o.poll_timeout_s = cfg.poll_timeout_s;
+      o.batch = cfg.max_in_flight;
+      return std::make_unique<telegram_poll_source>(std::move(o));
+    }
+    case connector_type::jsonl: {
+      jsonl_source::options o;
+      o.name = cfg.name;
+      o.path = cfg.path;
+      o.poll = std::chrono::milliseconds{cfg.poll_ms};
+      o.batch = cfg.max_in_flight;
+      o.max_line_bytes = limits.max_envelope_bytes;
+      return std::make_unique<jsonl_source>(std::move(o));
+    }
     case connector_type::maildir:
       return std::make_unique<
         maildir_source>(cfg, register_maildir_metrics(metrics, cfg.name));

@@ -4,6 +4,7 @@
 // polling connector type is a `connector_source` subclass in its own file
 // and one case here.
 
+#include <cstddef>
 #include <memory>
 
 #include "runtime/config.hpp"
@@ -12,11 +13,19 @@
 
 namespace butlers {
 
+/// What every source is bound by beyond its own `[[connector]]` table.
+struct connector_source_limits {
+  /// `http.max_body_bytes`: the largest envelope (a longer JSONL line, a
+  /// bigger mail is invalid).
+  size_t max_envelope_bytes = size_t{1} << 20;
+};
+
 /// The source a connector of `cfg.type` (and `cfg.mode`) runs on its own
 /// thread, or null for a connector the HTTP server feeds (a Telegram
 /// webhook, an `http` connector). Sources with counters of their own
 /// register them in `metrics`.
 std::unique_ptr<connector_source> make_connector_source(
-  const connector_config& cfg, metrics_registry& metrics);
+  const connector_config& cfg, const connector_source_limits& limits,
+  metrics_registry& metrics);
 
 } // namespace butlers
