@@ -216,12 +216,26 @@ maildir_metrics register_maildir_metrics(metrics_registry& reg,
 // -- maildir_poller -----------------------------------------------------------
 
 maildir_poller::maildir_poller(maildir dir, std::string mailbox,
-                               mail_submit_fn submit, maildir_metrics metrics,
+                               size_t in_flight, mail_submit_fn submit,
+                               maildir_metrics metrics,
                                std::function<int64_t()> now_us)
   : dir_(std::move(dir)), mailbox_(std::move(mailbox)),
-    submit_(std::move(submit)), metrics_(metrics), now_us_(std::move(now_us)) {
+    in_flight_(std::max<size_t>(in_flight, 1)), submit_(std::move(submit)),
+    metrics_(metrics), now_us_(std::move(now_us)) {
   // nop
 }
+
+namespace {
+
+void tally(maildir_poll_report& report, bool seen, bool quarantined,
+           bool unreadable, bool stuck) {
+  report.seen += seen ? 1 : 0;
+  report.quarantined += quarantined || unreadable ? 1 : 0;
+  report.unreadable += unreadable ? 1 : 0;
+  report.stuck += stuck ? 1 : 0;
+}
+
+} // namespace
 
 maildir_poll_report maildir_poller::poll_once(size_t batch,
                                               const std::atomic<bool>* stop) {
@@ -235,26 +249,56 @@ maildir_poll_report maildir_poller::poll_once(size_t batch,
     },
     &report.error);
   report.listed = names.size();
-  for (auto& name : names) {
+  for (size_t at = 0; at < names.size(); at += in_flight_) {
     if (stop != nullptr && stop->load())
       break;
-    auto s = handle(name);
-    if (s == step::seen)
-      ++report.seen;
-    else if (s == step::quarantined || s == step::unreadable) {
-      ++report.quarantined;
-      report.unreadable += s == step::unreadable ? 1 : 0;
-    } else if (s == step::stuck)
-      ++report.stuck;
-    else if (s == step::deferred) {
-      ++report.deferred;
+    auto end = std::min(names.size(), at + in_flight_);
+    std::vector<std::string> group(names.begin()
+                                     + static_cast<std::ptrdiff_t>(at),
+                                   names.begin()
+                                     + static_cast<std::ptrdiff_t>(end));
+    if (!submit_group(group, report))
       break; // the ingest path is away: the rest waits for the next pass
-    }
   }
   return report;
 }
 
-maildir_poller::step maildir_poller::handle(const std::string& name) {
+bool maildir_poller::submit_group(const std::vector<std::string>& names,
+                                  maildir_poll_report& report) {
+  std::vector<ready_mail> ready;
+  for (auto& name : names) {
+    auto p = prepare(name);
+    if (auto* r = std::get_if<ready_mail>(&p)) {
+      ready.push_back(std::move(*r));
+      continue;
+    }
+    auto s = std::get<step>(p);
+    tally(report, false, false, s == step::unreadable, s == step::stuck);
+  }
+  if (ready.empty())
+    return true;
+  std::vector<std::string> envelopes;
+  for (auto& r : ready)
+    envelopes.push_back(r.envelope);
+  metrics_.submitted->inc(envelopes.size());
+  auto results = submit_(envelopes);
+  bool go_on = true;
+  for (size_t i = 0; i < ready.size(); ++i) {
+    auto s = i < results.size()
+               ? settle(ready[i].name, results[i])
+               : settle(ready[i].name, {mail_submit::later, "no answer"});
+    tally(report, s == step::seen, s == step::quarantined, false,
+          s == step::stuck);
+    if (s == step::deferred) {
+      ++report.deferred;
+      go_on = false;
+    }
+  }
+  return go_on;
+}
+
+std::variant<maildir_poller::ready_mail, maildir_poller::step> maildir_poller::
+  prepare(const std::string& name) {
   auto f = dir_.read(name);
   if (f.vanished)
     return step::vanished;
@@ -267,9 +311,11 @@ maildir_poller::step maildir_poller::handle(const std::string& name) {
   mail_ingest_options opts;
   opts.mailbox = mailbox_;
   opts.now_us = now_us_();
-  auto envelope = mail_to_ingest(*parsed.message, opts);
-  metrics_.submitted->inc();
-  auto out = submit_(envelope);
+  return ready_mail{name, mail_to_ingest(*parsed.message, opts)};
+}
+
+maildir_poller::step maildir_poller::settle(const std::string& name,
+                                            const mail_submit_result& out) {
   switch (out.verdict) {
     case mail_submit::stored:
       if (auto err = dir_.mark_seen(name); !err.empty())
@@ -281,7 +327,7 @@ maildir_poller::step maildir_poller::handle(const std::string& name) {
     case mail_submit::later:
     default:
       metrics_.deferred->inc();
-      spdlog::warn("maildir {}: {} stays in new/, ingest unavailable: {}",
+      spdlog::warn("maildir {}: {} stays in new/, not stored now: {}",
                    dir_.path(), name, out.detail);
       return step::deferred;
   }

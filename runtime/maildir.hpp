@@ -16,6 +16,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "runtime/metrics.hpp"
@@ -98,10 +99,11 @@ struct mail_submit_result {
   std::string detail;
 };
 
-/// Submits one `ingest.v1` envelope and blocks until the ingest path
-/// answers (after the commit when it is stored).
-using mail_submit_fn = std::function<mail_submit_result(
-  const std::string& envelope)>;
+/// Submits `ingest.v1` envelopes together, in order, and blocks until the
+/// ingest path answers each (after the commit when it is stored); one
+/// result per envelope, in order.
+using mail_submit_fn = std::function<std::vector<mail_submit_result>(
+  const std::vector<std::string>& envelopes)>;
 
 /// The poller's counters; each points at a counter that outlives it.
 struct maildir_metrics {
@@ -140,17 +142,19 @@ struct maildir_poll_report {
 /// The maildir connector's logic: one pass over `new/` per call.
 class maildir_poller {
  public:
-  /// `mailbox` is `source.endpoint_identity` of the envelopes; `now_us`
-  /// gives the time for mails without a usable Date.
-  maildir_poller(maildir dir, std::string mailbox, mail_submit_fn submit,
-                 maildir_metrics metrics, std::function<int64_t()> now_us);
+  /// `mailbox` is `source.endpoint_identity` of the envelopes; at most
+  /// `in_flight` of them are submitted at once; `now_us` gives the time
+  /// for mails without a usable Date.
+  maildir_poller(maildir dir, std::string mailbox, size_t in_flight,
+                 mail_submit_fn submit, maildir_metrics metrics,
+                 std::function<int64_t()> now_us);
 
-  /// Takes up to `batch` files from `new/`, oldest first, one at a time:
-  /// parses each (a file that is not a mail is quarantined with the
-  /// reason), submits its envelope, and once it is `stored` moves it to
-  /// `cur/`; `invalid` quarantines it; `later` leaves it (and the rest of
-  /// the batch) in `new/` for the next pass. Stops
-  /// between files when `stop` is set.
+  /// Takes up to `batch` files from `new/`, oldest first, `in_flight` at a
+  /// time: parses each (a file that is not a mail is quarantined with the
+  /// reason), submits their envelopes together, and moves each `stored`
+  /// one to `cur/`; `invalid` quarantines it; `later` leaves it in `new/`
+  /// and ends the pass (the rest waits for the next one). Stops between
+  /// groups when `stop` is set.
   maildir_poll_report poll_once(size_t batch,
                                 const std::atomic<bool>* stop = nullptr);
 
@@ -173,12 +177,26 @@ class maildir_poller {
   /// `s`, as `unreadable` when it is `quarantined`.
   static step unreadable(step s);
 
-  step handle(const std::string& name);
+  /// A file read and parsed, ready to submit.
+  struct ready_mail {
+    std::string name;
+    std::string envelope;
+  };
+
+  /// Reads and parses `name`: its envelope, or what became of it.
+  std::variant<ready_mail, step> prepare(const std::string& name);
+  /// Carries out the verdict on a submitted file.
+  step settle(const std::string& name, const mail_submit_result& out);
+  /// Submits one group of files and settles each into `report`; false
+  /// when the pass must end (a `later`).
+  bool submit_group(const std::vector<std::string>& names,
+                    maildir_poll_report& report);
   step move_to_quarantine(const std::string& name, const std::string& reason);
   step give_up(const std::string& name, const std::string& why);
 
   maildir dir_;
   std::string mailbox_;
+  size_t in_flight_;
   mail_submit_fn submit_;
   maildir_metrics metrics_;
   std::function<int64_t()> now_us_;

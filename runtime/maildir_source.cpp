@@ -27,10 +27,19 @@ void maildir_source::run(connector_sink& sink) {
   maildir dir{cfg_.path};
   if (auto err = dir.prepare(); !err.empty())
     throw std::runtime_error("maildir " + cfg_.path + ": " + err);
-  maildir_poller poller{dir, cfg_.endpoint_identity,
-                        [&sink](const std::string& envelope) {
-                          return mail_verdict(sink.submit(envelope));
-                        },
+  auto submit = [&sink](const std::vector<std::string>& envelopes) {
+    std::vector<submission> batch;
+    for (auto& e : envelopes)
+      batch.push_back(submission{e, {}});
+    std::vector<mail_submit_result> out;
+    for (auto& o : sink.submit_all(std::move(batch)))
+      out.push_back(mail_verdict(o));
+    return out;
+  };
+  maildir_poller poller{dir,
+                        cfg_.endpoint_identity,
+                        cfg_.max_in_flight,
+                        submit,
                         metrics_,
                         [] {
                           return unix_now_us();
@@ -42,7 +51,9 @@ void maildir_source::run(connector_sink& sink) {
     // Files quarantined before their submission were never counted by the
     // sink: count them as input it could not read.
     if (r.unreadable > 0)
-      sink.drop(source_drop::invalid, r.unreadable);
+      sink.count(source_event::invalid, r.unreadable);
+    if (!r.error.empty())
+      sink.count(source_event::failed);
     if (r.error != last_error) {
       if (!r.error.empty())
         spdlog::error("connector {}: {}", cfg_.name, r.error);

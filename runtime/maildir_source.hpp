@@ -30,8 +30,9 @@ class maildir_source final : public connector_source {
 
   /// Creates the Maildir's directories where missing (a failure throws,
   /// and the connector runs the source again after a backoff), then polls
-  /// until the stop signal. Mails are submitted one at a time, each waited
-  /// for, so at most one of this connector's envelopes is in flight.
+  /// until the stop signal. Mails are submitted `max_in_flight` at a time
+  /// (one trip to the switchboard, one group commit), each group waited
+  /// for before the next.
   void run(connector_sink& sink) override;
 
  private:

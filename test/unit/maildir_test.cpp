@@ -5,6 +5,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <numeric>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -14,6 +15,7 @@
 #include "runtime/ingest.hpp"
 #include "runtime/maildir.hpp"
 #include "runtime/maildir_source.hpp"
+#include "test/support/fake_connector_sink.hpp"
 #include "test/support/poll.hpp"
 
 namespace butlers {
@@ -178,9 +180,10 @@ TEST(Maildir, QuarantineKeepsTheFileAndItsReason) {
 struct fake_ingest {
   std::map<std::string, std::string> by_key; // dedupe key -> envelope
   std::vector<std::string> envelopes;        // every submission
+  std::vector<size_t> groups;                // envelopes per call
   std::optional<mail_submit> forced;
 
-  mail_submit_result operator()(const std::string& envelope) {
+  mail_submit_result one(const std::string& envelope) {
     envelopes.push_back(envelope);
     if (forced)
       return {*forced, "scripted"};
@@ -190,6 +193,15 @@ struct fake_ingest {
     by_key.emplace(r.record->dedupe_key, envelope);
     return {mail_submit::stored, r.record->dedupe_key};
   }
+
+  std::vector<mail_submit_result> operator()(
+    const std::vector<std::string>& batch) {
+    groups.push_back(batch.size());
+    std::vector<mail_submit_result> out;
+    for (auto& e : batch)
+      out.push_back(one(e));
+    return out;
+  }
 };
 
 class MaildirPoller : public testing::Test {
@@ -198,9 +210,11 @@ class MaildirPoller : public testing::Test {
     EXPECT_EQ(maildir{tmp.str()}.prepare(), "");
   }
 
-  maildir_poller make() {
-    return maildir_poller{maildir{tmp.str()}, "inbox@example.net",
-                          [this](const std::string& e) {
+  maildir_poller make(size_t in_flight = 1) {
+    return maildir_poller{maildir{tmp.str()},
+                          "inbox@example.net",
+                          in_flight,
+                          [this](const std::vector<std::string>& e) {
                             return ingest(e);
                           },
                           register_maildir_metrics(reg, "mail"),
@@ -331,6 +345,50 @@ TEST_F(MaildirPoller, TheBatchBoundsOnePass) {
   EXPECT_EQ(ingest.by_key.size(), 5u);
 }
 
+TEST_F(MaildirPoller, MailsGoInGroupsOfTheInFlightLimitInOrder) {
+  for (int i = 0; i < 7; ++i)
+    write(tmp.path() / "new" / (std::to_string(i) + ".M.host"),
+          "From: a@example.org\nMessage-ID: <" + std::to_string(i)
+            + "@x>\n\nhi\n");
+  drop("3.bad.host", "malformed_garbage.eml"); // quarantined, not submitted
+  auto poller = make(3);
+  auto r = poller.poll_once(100);
+  EXPECT_EQ(r.seen, 7u);
+  EXPECT_EQ(r.unreadable, 1u);
+  EXPECT_EQ(ingest.groups, (std::vector<size_t>{3, 2, 2}));
+  ASSERT_EQ(ingest.envelopes.size(), 7u);
+  for (size_t i = 0; i < 7; ++i)
+    EXPECT_NE(ingest.envelopes[i].find("\"" + std::to_string(i) + "@x\""),
+              std::string::npos)
+      << i;
+}
+
+TEST_F(MaildirPoller, ALaterInAGroupEndsThePassAfterSettlingTheGroup) {
+  for (int i = 0; i < 6; ++i)
+    write(tmp.path() / "new" / (std::to_string(i) + ".M.host"),
+          "From: a@example.org\nMessage-ID: <" + std::to_string(i)
+            + "@x>\n\nhi\n");
+  auto poller = maildir_poller{maildir{tmp.str()},
+                               "inbox@example.net",
+                               3,
+                               [&](const std::vector<std::string>& batch) {
+                                 // The in-flight limit was reached: the third
+                                 // comes back refused.
+                                 auto out = ingest(batch);
+                                 out.back() = {mail_submit::later, "refused"};
+                                 return out;
+                               },
+                               register_maildir_metrics(reg, "mail"),
+                               [] {
+                                 return int64_t{1700000000000000};
+                               }};
+  auto r = poller.poll_once(100);
+  EXPECT_EQ(r.seen, 2u);
+  EXPECT_EQ(r.deferred, 1u);
+  EXPECT_EQ(ingest.groups, std::vector<size_t>{3}) << "no second group";
+  EXPECT_EQ(in("new").size(), 4u);
+}
+
 TEST_F(MaildirPoller, AFileThatCannotBeMovedIsSkippedNotRetriedForever) {
   drop("1.A.host", "base64.eml");
   // cur/ and quarantine/ are files: every rename out of new/ fails (root
@@ -355,8 +413,10 @@ TEST_F(MaildirPoller, StopEndsThePassBetweenFiles) {
   drop("1.A.host", "base64.eml");
   drop("2.B.host", "iso_8859_1.eml");
   std::atomic<bool> stop{false};
-  auto poller = maildir_poller{maildir{tmp.str()}, "inbox@example.net",
-                               [&](const std::string& e) {
+  auto poller = maildir_poller{maildir{tmp.str()},
+                               "inbox@example.net",
+                               1,
+                               [&](const std::vector<std::string>& e) {
                                  stop = true;
                                  return ingest(e);
                                },
@@ -392,56 +452,6 @@ TEST(MaildirSource, TheIngestAnswerMapsOntoTheVerdict) {
   EXPECT_EQ(v(submit_status::refused), mail_submit::later);
 }
 
-/// The canonical ingest path behind a connector, in memory.
-class fake_sink final : public connector_sink {
- public:
-  std::future<submit_outcome> submit_async(std::string envelope,
-                                           std::string) override {
-    std::lock_guard<std::mutex> guard{mtx_};
-    submit_outcome out;
-    auto r = parse_ingest(envelope, 1 << 20, 300, 1700000000000000);
-    if (!r.record) {
-      out.status = submit_status::invalid;
-    } else {
-      auto [_, fresh] = keys_.insert(r.record->dedupe_key);
-      out.status = fresh ? submit_status::accepted : submit_status::deduped;
-      ++stored_;
-    }
-    std::promise<submit_outcome> p;
-    p.set_value(out);
-    return p.get_future();
-  }
-  void drop(source_drop what, uint64_t n) override {
-    std::lock_guard<std::mutex> guard{mtx_};
-    if (what == source_drop::invalid)
-      dropped_ += n;
-  }
-  checkpoint_read load_checkpoint(const std::string&) override {
-    return {};
-  }
-  bool store_checkpoint(const std::string&, const std::string&) override {
-    return false;
-  }
-  connector_stop& stop() override {
-    return stop_;
-  }
-  size_t distinct() {
-    std::lock_guard<std::mutex> guard{mtx_};
-    return keys_.size();
-  }
-  uint64_t dropped() {
-    std::lock_guard<std::mutex> guard{mtx_};
-    return dropped_;
-  }
-
- private:
-  std::mutex mtx_;
-  std::set<std::string> keys_;
-  size_t stored_ = 0;
-  uint64_t dropped_ = 0;
-  connector_stop stop_;
-};
-
 TEST(MaildirSource, PollsNewUntilStoppedAndCountsWhatItCannotRead) {
   temp_dir tmp;
   auto box = tmp.path() / "box";
@@ -453,7 +463,7 @@ TEST(MaildirSource, PollsNewUntilStoppedAndCountsWhatItCannotRead) {
   cfg.poll_ms = 20;
   metrics_registry reg;
   maildir_source source{cfg, register_maildir_metrics(reg, "mail")};
-  fake_sink sink;
+  test::fake_connector_sink sink;
   std::thread runner{[&] {
     source.run(sink);
   }};
@@ -473,15 +483,18 @@ TEST(MaildirSource, PollsNewUntilStoppedAndCountsWhatItCannotRead) {
       return names_in(box / "cur").size() == 70;
     },
     std::chrono::seconds{10}));
-  EXPECT_TRUE(test::eventually(
+  EXPECT_TRUE(sink.wait(
     [&] {
-      return sink.dropped() == 1;
+      return sink.invalid_drops() == 1;
     },
     std::chrono::seconds{10}));
   sink.stop().raise();
   runner.join();
   EXPECT_TRUE(names_in(box / "new").empty());
-  EXPECT_EQ(sink.distinct(), 70u);
+  auto sizes = sink.batch_sizes();
+  EXPECT_EQ(std::accumulate(sizes.begin(), sizes.end(), size_t{0}), 70u);
+  EXPECT_LE(*std::max_element(sizes.begin(), sizes.end()), 8u)
+    << "max_in_flight";
   EXPECT_EQ(names_in(box / "quarantine"),
             (std::vector<std::string>{"2000.bad.host",
                                       "2000.bad.host.reason"}));
@@ -497,7 +510,7 @@ TEST(MaildirSource, AMaildirThatCannotBeMadeThrowsForTheRunnersBackoff) {
   cfg.endpoint_identity = "inbox@example.net";
   metrics_registry reg;
   maildir_source source{cfg, register_maildir_metrics(reg, "mail")};
-  fake_sink sink;
+  test::fake_connector_sink sink;
   EXPECT_THROW(source.run(sink), std::runtime_error);
 }
 
