@@ -64,6 +64,20 @@ telegram::message_spec msg(int64_t message_id, const std::string& text,
 
 class Connectors : public node_fixture {
  protected:
+  /// As the fixture's, and the node (its connectors' threads included)
+  /// must exit cleanly on SIGTERM.
+  void TearDown() override {
+    if (node_) {
+      auto exit = stop_node();
+      EXPECT_TRUE(exit) << "node did not exit after SIGTERM";
+      if (exit) {
+        EXPECT_EQ(exit->exit_code, 0) << exit->err;
+      }
+      node_.reset();
+    }
+    node_fixture::TearDown();
+  }
+
   /// A butler that answers at once and an outbox in the test's directory.
   std::string butlers_toml() {
     use_files("connectors");
