@@ -175,6 +175,12 @@ class actor_sink final : public connector_sink {
 
 using connector_ptr = connector_actor::stateful_pointer<connector_state>;
 
+/// The test-only fault point (see `connector_state`).
+void after_commit(connector_state& st) {
+  if (st.kill_after_commits != 0 && ++st.commits == st.kill_after_commits)
+    std::raise(SIGKILL);
+}
+
 /// Counts one record's result.
 void count(connector_state& st, const append_result& r) {
   if (r.error_code == 0)
@@ -212,11 +218,10 @@ caf::result<std::vector<append_result>> submit_batch(
     auto& st = self->state;
     st.in_flight -= n;
     st.metrics.in_flight->add(-static_cast<int64_t>(n));
-    if (st.kill_after_commit
-        && std::any_of(res.begin(), res.end(), [](const append_result& r) {
-             return r.error_code == 0;
-           }))
-      std::raise(SIGKILL); // test only: see connector_state
+    if (std::any_of(res.begin(), res.end(), [](const append_result& r) {
+          return r.error_code == 0;
+        }))
+      after_commit(st);
     for (auto& r : res)
       count(st, r);
     res.insert(res.end(), refused.begin(), refused.end());
@@ -262,8 +267,7 @@ caf::result<append_result> submit(connector_ptr self, inbox_record&& rec) {
       [self, rp, leave](append_result& r) mutable {
         leave();
         auto& st = self->state;
-        if (st.kill_after_commit)
-          std::raise(SIGKILL); // test only: see connector_state
+        after_commit(st);
         (r.duplicate ? st.metrics.deduped : st.metrics.accepted)->inc();
         rp.deliver(std::move(r));
       },
@@ -297,6 +301,26 @@ void start_source(connector_ptr self, const connector_params& p) {
 
 } // namespace
 
+uint32_t connector_fault_commits(const char* fault) {
+  if (fault == nullptr)
+    return 0;
+  std::string_view f{fault};
+  constexpr std::string_view name = "connector_after_commit";
+  if (f.substr(0, name.size()) != name)
+    return 0;
+  if (f.size() == name.size())
+    return 1;
+  if (f[name.size()] != '=')
+    return 0;
+  uint32_t n = 0;
+  for (auto c : f.substr(name.size() + 1)) {
+    if (c < '0' || c > '9' || n > 100000)
+      return 0;
+    n = n * 10 + static_cast<uint32_t>(c - '0');
+  }
+  return n;
+}
+
 std::shared_ptr<connector_sink> make_connector_sink(
   caf::actor_system& sys, connector_actor hdl, const connector_params& p,
   std::shared_ptr<connector_stop> stop) {
@@ -312,9 +336,11 @@ connector_actor::behavior_type connector(
   st.metrics = connector_metrics::of(params.ctx->metrics, st.cfg.name);
   st.metrics.up->set(1);
   st.stop = std::make_shared<connector_stop>();
-  auto fault = std::getenv("BUTLERS_FAULT");
-  st.kill_after_commit = fault != nullptr
-                         && std::string{fault} == "connector_after_commit";
+  st.kill_after_commits = connector_fault_commits(std::getenv("BUTLERS_FAULT"));
+  if (st.kill_after_commits != 0)
+    spdlog::warn("connector {}: BUTLERS_FAULT: the process kills itself "
+                 "after commit {} (a test-only fault point)",
+                 st.cfg.name, st.kill_after_commits);
   // Whatever ends this actor (shutdown, a group restart) stops the source.
   self->attach_functor([stop = st.stop] {
     stop->raise();

@@ -41,12 +41,20 @@ struct connector_state {
   uint32_t in_flight = 0;
   /// The stop signal of the source; raised when this actor ends.
   std::shared_ptr<connector_stop> stop;
-  /// Test only: `BUTLERS_FAULT=connector_after_commit` makes the process
-  /// SIGKILL itself right after the first commit a connector sees, before
-  /// anyone is answered (the window between a commit and the webhook's
-  /// 200). Read once at spawn.
-  bool kill_after_commit = false;
+  /// Test only (README "Connectors", fault point): with
+  /// `BUTLERS_FAULT=connector_after_commit` (or `...=N`) the process
+  /// SIGKILLs itself right after the first (N-th) commit this connector
+  /// sees, before the webhook or the source hears of it: the window between
+  /// a commit and its acknowledgement. Read once at spawn; 0 = off.
+  uint32_t kill_after_commits = 0;
+  /// Commits seen, for `kill_after_commits`.
+  uint32_t commits = 0;
 };
+
+/// The fault point of `connector_state::kill_after_commits` as
+/// `BUTLERS_FAULT` (null: unset) says: 0 (off), 1 for
+/// `connector_after_commit`, N for `connector_after_commit=N`.
+uint32_t connector_fault_commits(const char* fault);
 
 /// A connector (see `connector_actor`). Starts the source of its type, if
 /// it has one (`make_connector_source`), on a `connector_runner`.

@@ -33,11 +33,11 @@ std::optional<int64_t> id_of(const rapidjson::Value& v, const char* name) {
   return m == nullptr ? std::nullopt : int_member(*m, "id");
 }
 
-telegram_update_mapping fail(telegram_update_mapping out,
+telegram_update_mapping fail(telegram_update_mapping& out,
                              update_verdict verdict, std::string reason) {
   out.verdict = verdict;
   out.reason = std::move(reason);
-  return out;
+  return std::move(out);
 }
 
 /// The envelope's text, built around the verbatim Update.
@@ -99,8 +99,7 @@ telegram_update_mapping map_telegram_update(
   limits.max_bytes = update_json.size();
   if (auto err = json::parse(update_json, doc, limits)) {
     telegram_update_mapping out;
-    return fail(std::move(out), update_verdict::invalid,
-                "not JSON: " + err->message);
+    return fail(out, update_verdict::invalid, "not JSON: " + err->message);
   }
   return map_telegram_update(doc, update_json, endpoint_identity);
 }
@@ -110,12 +109,11 @@ telegram_update_mapping map_telegram_update(
   std::string_view endpoint_identity) {
   telegram_update_mapping out;
   if (!update.IsObject())
-    return fail(std::move(out), update_verdict::invalid, "not a JSON object");
+    return fail(out, update_verdict::invalid, "not a JSON object");
   out.update_id = int_member(update, "update_id");
   if (!out.update_id || *out.update_id < 0) {
     out.update_id.reset();
-    return fail(std::move(out), update_verdict::invalid,
-                "no integer update_id");
+    return fail(out, update_verdict::invalid, "no integer update_id");
   }
   const rapidjson::Value* msg = nullptr;
   for (auto kind : taken_kinds) {
@@ -131,31 +129,29 @@ telegram_update_mapping map_telegram_update(
         out.kind.assign(m.name.GetString(), m.name.GetStringLength());
         break;
       }
-    return fail(std::move(out), update_verdict::ignored,
+    return fail(out, update_verdict::ignored,
                 "kind '" + out.kind + "' is not taken");
   }
   if (!msg->IsObject())
-    return fail(std::move(out), update_verdict::invalid,
-                out.kind + " is not an object");
+    return fail(out, update_verdict::invalid, out.kind + " is not an object");
   auto chat = id_of(*msg, "chat");
   if (!chat)
-    return fail(std::move(out), update_verdict::invalid,
-                out.kind + " without chat.id");
+    return fail(out, update_verdict::invalid, out.kind + " without chat.id");
   auto date = int_member(*msg, "date");
   if (auto edited = int_member(*msg, "edit_date"); edited && *edited > 0)
     date = edited;
   auto observed_at = date ? rfc3339_of_unix_s(*date) : std::string{};
   if (observed_at.empty())
-    return fail(std::move(out), update_verdict::invalid,
+    return fail(out, update_verdict::invalid,
                 out.kind + " without a valid date");
   const rapidjson::Value* text = member(*msg, "text");
   if (text == nullptr)
     text = member(*msg, "caption");
   if (text == nullptr)
-    return fail(std::move(out), update_verdict::ignored,
+    return fail(out, update_verdict::ignored,
                 out.kind + " without text or caption");
   if (!text->IsString())
-    return fail(std::move(out), update_verdict::invalid,
+    return fail(out, update_verdict::invalid,
                 out.kind + " whose text or caption is not a string");
   auto sender = id_of(*msg, "from");
   if (!sender)
