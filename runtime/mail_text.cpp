@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -95,7 +96,7 @@ std::string make_valid_utf8(std::string_view s) {
 std::optional<std::string> iconv_to_utf8(std::string_view bytes,
                                          const char* from) {
   auto cd = iconv_open("UTF-8", from);
-  if (cd == reinterpret_cast<iconv_t>(-1))
+  if (reinterpret_cast<intptr_t>(cd) == -1) // iconv's (iconv_t) -1
     return std::nullopt;
   std::string out;
   out.reserve(bytes.size() + bytes.size() / 2);

@@ -278,6 +278,7 @@ bool maildir_poller::submit_group(const std::vector<std::string>& names,
   if (ready.empty())
     return true;
   std::vector<std::string> envelopes;
+  envelopes.reserve(ready.size());
   for (auto& r : ready)
     envelopes.push_back(r.envelope);
   metrics_.submitted->inc(envelopes.size());

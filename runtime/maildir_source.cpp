@@ -29,10 +29,13 @@ void maildir_source::run(connector_sink& sink) {
     throw std::runtime_error("maildir " + cfg_.path + ": " + err);
   auto submit = [&sink](const std::vector<std::string>& envelopes) {
     std::vector<submission> batch;
+    batch.reserve(envelopes.size());
     for (auto& e : envelopes)
       batch.push_back(submission{e, {}});
+    auto outcomes = sink.submit_all(std::move(batch));
     std::vector<mail_submit_result> out;
-    for (auto& o : sink.submit_all(std::move(batch)))
+    out.reserve(outcomes.size());
+    for (auto& o : outcomes)
       out.push_back(mail_verdict(o));
     return out;
   };
