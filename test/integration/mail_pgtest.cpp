@@ -157,7 +157,8 @@ TEST_F(MailChannel, AMailInNewIsAnsweredThreadedAtTheSmtpSinkAndEndsInCur) {
   EXPECT_EQ(sink.message_count(), 1u);
 }
 
-TEST_F(MailChannel, SigkillAfterACommitThenRestartMakesEachMailExactlyOneRequest) {
+TEST_F(MailChannel,
+       SigkillAfterACommitThenRestartMakesEachMailExactlyOneRequest) {
   constexpr int mails = 12;
   for (int i = 0; i < mails; ++i)
     deliver("17000000" + std::to_string(10 + i) + ".M" + std::to_string(i)

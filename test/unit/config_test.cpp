@@ -1065,8 +1065,7 @@ key = "/k"
               err("connector[0].path"),
               err("connector[0].endpoint_identity")
                 .is("a 'maildir' connector requires an endpoint_identity"),
-              err("connector[1].name"),
-              err("cluster.tls.cert"),
+              err("connector[1].name"), err("cluster.tls.cert"),
               err("cluster.tls.ca")
                 .is("missing: [cluster.tls] needs cert, "
                     "key and ca (mutual authentication)")}),
