@@ -1,70 +1,59 @@
 #pragma once
 
-// A scripted HTTP/1.1 server on 127.0.0.1 for client tests: keep-alive,
-// optional TLS, one thread per connection, every request recorded with the
-// connection it came on. A handler decides each reply: bytes to send (the
-// connection stays open unless told otherwise), a stall (nothing more is
-// read or sent until the server is destroyed) or an immediate close.
+// A TCP listener on 127.0.0.1 (ephemeral port) that serves each connection
+// on its own thread: the base of the wire-protocol fakes (fake Telegram Bot
+// API, SMTP sink). Stopping shuts every socket down and joins every thread,
+// so a handler blocked in `read` returns at once; a handler blocked on its
+// own condition must also watch `stopping()`.
 
-#include <condition_variable>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <memory>
+#include <list>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
-#include <utility>
-#include <vector>
-
-#include <openssl/ssl.h>
 
 namespace butlers::test {
 
-/// One request as the server read it.
-struct seen_request {
-  /// 1 for the first accepted connection, 2 for the next, ...
-  size_t connection = 0;
-  /// "GET /x HTTP/1.1" (a proxy sees the absolute URI here).
-  std::string request_line;
-  std::string method;
-  std::string target;
-  /// Names lower-cased, in arrival order.
-  std::vector<std::pair<std::string, std::string>> headers;
-  std::string body;
+/// One accepted connection, handed to the handler on its thread.
+class loopback_connection {
+ public:
+  explicit loopback_connection(int fd) : fd_(fd) {
+    // nop
+  }
 
-  /// The first header named `lower_name`, or "<absent>".
-  std::string header(const std::string& lower_name) const;
+  /// Reads what is there (blocking until at least one byte); appends it to
+  /// `buf`. False on EOF, error or when the server stops.
+  bool read_some(std::string& buf);
+
+  /// Writes all of `data`; false when the peer is gone.
+  bool write_all(std::string_view data);
+
+  /// Closes the connection now (the handler may return afterwards).
+  void shutdown();
+
+  int fd() const {
+    return fd_;
+  }
+
+ private:
+  int fd_;
 };
 
-/// What the server does after reading a request.
-struct server_reply {
-  enum kind_t {
-    /// Send `raw`; close afterwards when `close` is set.
-    send,
-    /// Keep the connection open and silent until the server is destroyed.
-    stall,
-    /// Close the connection without answering.
-    drop,
-  };
-  kind_t kind = send;
-  std::string raw;
-  bool close = false;
-  /// Sent in pieces of this size with a flush between them (0: at once).
-  size_t piece = 0;
-};
-
-/// "HTTP/1.1 <status> X\r\nContent-Length: ..\r\n<extra>\r\n<body>".
-server_reply http_reply(int status, const std::string& body = "",
-                        const std::string& extra_headers = "");
-
+/// The listener; see the file comment.
 class loopback_server {
  public:
-  using handler = std::function<server_reply(const seen_request&)>;
+  using handler = std::function<void(loopback_connection&)>;
 
-  /// Listens on 127.0.0.1 (an ephemeral port). With `tls` (a server
-  /// context with certificate and key), every connection speaks TLS.
-  explicit loopback_server(handler h, SSL_CTX* tls = nullptr);
+  /// Binds and listens; throws std::runtime_error when it cannot.
+  explicit loopback_server(handler h);
+  /// Same as stop().
   ~loopback_server();
+
   loopback_server(const loopback_server&) = delete;
   loopback_server& operator=(const loopback_server&) = delete;
 
@@ -72,64 +61,38 @@ class loopback_server {
     return port_;
   }
 
-  /// "http[s]://127.0.0.1:<port><path>".
-  std::string url(const std::string& path = "/") const;
+  /// Stops accepting, shuts down every open connection and joins every
+  /// thread. Idempotent.
+  void stop();
+
+  /// True once stop() has begun.
+  bool stopping() const {
+    return stopping_.load();
+  }
 
   /// Connections accepted so far.
-  size_t connections() const;
-
-  /// Requests read so far, in order.
-  std::vector<seen_request> requests() const;
+  size_t accepted() const {
+    return accepted_.load();
+  }
 
  private:
-  struct connection;
+  struct worker {
+    int fd;
+    std::thread thread;
+    std::atomic<bool> done{false};
+  };
+
   void accept_loop();
-  void serve(std::shared_ptr<connection> c);
+  void reap_finished();
 
   handler handler_;
-  SSL_CTX* tls_;
   int listen_fd_ = -1;
-  int wake_[2] = {-1, -1};
   uint16_t port_ = 0;
+  std::atomic<bool> stopping_{false};
+  std::atomic<size_t> accepted_{0};
+  std::mutex mtx_;
+  std::list<worker> workers_; ///< guarded by mtx_
   std::thread acceptor_;
-  mutable std::mutex mtx_;
-  std::condition_variable stopped_cv_;
-  bool stopping_ = false;
-  size_t accepted_ = 0;
-  std::vector<seen_request> requests_;
-  std::vector<std::shared_ptr<connection>> live_;
-  std::vector<std::thread> workers_;
-};
-
-// -- a test PKI
-// ----------------------------------------------------------------
-
-/// A CA and a server certificate it signed (EC P-256, valid for an hour),
-/// made in memory with OpenSSL's API; the CA certificate is also written to
-/// `ca_file` for clients that want a path.
-class test_pki {
- public:
-  /// Writes the CA's PEM under `dir`. `san`: the server certificate's
-  /// subjectAltName.
-  explicit test_pki(const std::string& dir,
-                    const std::string& san = "IP:127.0.0.1,DNS:localhost");
-  ~test_pki();
-  test_pki(const test_pki&) = delete;
-  test_pki& operator=(const test_pki&) = delete;
-
-  /// A TLS server context with the server certificate and key.
-  SSL_CTX* server_context() const {
-    return server_ctx_;
-  }
-
-  /// Path of the CA certificate (PEM).
-  const std::string& ca_file() const {
-    return ca_file_;
-  }
-
- private:
-  SSL_CTX* server_ctx_ = nullptr;
-  std::string ca_file_;
 };
 
 } // namespace butlers::test

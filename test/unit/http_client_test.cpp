@@ -1,5 +1,5 @@
 // runtime/http_client against real HTTP(S) servers on loopback
-// (test/support/loopback_server): requests and responses, timeouts,
+// (test/support/scripted_http_server): requests and responses, timeouts,
 // cancellation, size caps, connection reuse, TLS with a test CA, and the
 // proxy environment variables.
 
@@ -19,7 +19,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/http_client.hpp"
-#include "test/support/loopback_server.hpp"
+#include "test/support/scripted_http_server.hpp"
 
 using namespace butlers;
 using namespace butlers::test;
@@ -124,7 +124,7 @@ class refusing_port {
 // -----------------------------------------------------
 
 TEST(http_client, gets_status_headers_and_body) {
-  loopback_server server{[](const seen_request&) {
+  scripted_http_server server{[](const seen_request&) {
     return http_reply(200, "hello",
                       "X-Mixed-Case:   spaced value  \r\nSet-Cookie: a=1\r\n"
                       "Set-Cookie: b=2\r\n");
@@ -151,7 +151,7 @@ TEST(http_client, gets_status_headers_and_body) {
 }
 
 TEST(http_client, posts_body_and_headers_intact) {
-  loopback_server server{[](const seen_request& req) {
+  scripted_http_server server{[](const seen_request& req) {
     return http_reply(201, "got " + std::to_string(req.body.size()));
   }};
   http_client client;
@@ -179,7 +179,7 @@ TEST(http_client, posts_body_and_headers_intact) {
 }
 
 TEST(http_client, sends_other_verbs_and_an_empty_post) {
-  loopback_server server{[](const seen_request&) {
+  scripted_http_server server{[](const seen_request&) {
     return http_reply(204);
   }};
   http_client client;
@@ -209,7 +209,7 @@ TEST(http_client, sends_other_verbs_and_an_empty_post) {
 }
 
 TEST(http_client, error_statuses_are_responses_not_failures) {
-  loopback_server server{[](const seen_request&) {
+  scripted_http_server server{[](const seen_request&) {
     return http_reply(503, "down", "Retry-After: 120\r\n");
   }};
   http_client client;
@@ -221,7 +221,7 @@ TEST(http_client, error_statuses_are_responses_not_failures) {
 }
 
 TEST(http_client, drops_interim_responses_and_reads_chunked_bodies) {
-  loopback_server server{[](const seen_request&) {
+  scripted_http_server server{[](const seen_request&) {
     server_reply r;
     r.raw = "HTTP/1.1 100 Continue\r\nX-Interim: 1\r\n\r\n"
             "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
@@ -251,7 +251,7 @@ TEST(http_client, parses_retry_after_seconds_only) {
 }
 
 TEST(http_client, refuses_header_injection_without_sending) {
-  loopback_server server{[](const seen_request&) {
+  scripted_http_server server{[](const seen_request&) {
     return http_reply(200);
   }};
   http_client client;
@@ -279,7 +279,7 @@ TEST(http_client, classifies_connection_failures) {
 }
 
 TEST(http_client, reports_a_connection_closed_mid_response_as_protocol) {
-  loopback_server server{[](const seen_request&) {
+  scripted_http_server server{[](const seen_request&) {
     server_reply r;
     r.raw = "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly some";
     r.close = true;
@@ -296,7 +296,7 @@ TEST(http_client, reports_a_connection_closed_mid_response_as_protocol) {
 // ---------------------------------------------------------------------
 
 TEST(http_client, times_out_on_a_server_that_stalls) {
-  loopback_server server{[](const seen_request&) {
+  scripted_http_server server{[](const seen_request&) {
     server_reply r;
     r.kind = server_reply::stall;
     return r;
@@ -315,7 +315,7 @@ TEST(http_client, times_out_on_a_server_that_stalls) {
 }
 
 TEST(http_client, times_out_on_a_body_that_stops_midway) {
-  loopback_server server{[](const seen_request&) {
+  scripted_http_server server{[](const seen_request&) {
     // Headers and half the body, then silence.
     auto r = http_reply(200, std::string(10, 'x'));
     r.raw.resize(r.raw.size() - 5);
@@ -333,7 +333,7 @@ TEST(http_client, times_out_on_a_body_that_stops_midway) {
 
 TEST(http_client, cancel_ends_a_transfer_promptly) {
   std::atomic<bool> cancel{false};
-  loopback_server server{[&](const seen_request&) {
+  scripted_http_server server{[&](const seen_request&) {
     cancel = true;
     server_reply r;
     r.kind = server_reply::stall;
@@ -351,7 +351,7 @@ TEST(http_client, cancel_ends_a_transfer_promptly) {
 }
 
 TEST(http_client, a_cancelled_flag_sends_nothing) {
-  loopback_server server{[](const seen_request&) {
+  scripted_http_server server{[](const seen_request&) {
     return http_reply(200);
   }};
   http_client client;
@@ -362,7 +362,7 @@ TEST(http_client, a_cancelled_flag_sends_nothing) {
 }
 
 TEST(http_client, caps_the_body_with_and_without_content_length) {
-  loopback_server server{[](const seen_request& req) {
+  scripted_http_server server{[](const seen_request& req) {
     if (req.target == "/chunked") {
       server_reply r;
       r.raw = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
@@ -391,7 +391,7 @@ TEST(http_client, caps_the_body_with_and_without_content_length) {
 }
 
 TEST(http_client, streams_chunks_to_on_data_and_stops_when_told) {
-  loopback_server server{[](const seen_request&) {
+  scripted_http_server server{[](const seen_request&) {
     server_reply r;
     r.raw = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
             "Transfer-Encoding: chunked\r\n\r\n";
@@ -430,7 +430,7 @@ TEST(http_client, streams_chunks_to_on_data_and_stops_when_told) {
 // -- connection reuse ---------------------------------------------------------
 
 TEST(http_client, reuses_one_connection_for_sequential_requests) {
-  loopback_server server{[](const seen_request& req) {
+  scripted_http_server server{[](const seen_request& req) {
     return http_reply(200, req.target);
   }};
   http_client client;
@@ -451,7 +451,7 @@ TEST(http_client, reuses_one_connection_for_sequential_requests) {
 }
 
 TEST(http_client, reconnects_when_the_server_closes) {
-  loopback_server server{[](const seen_request&) {
+  scripted_http_server server{[](const seen_request&) {
     auto r = http_reply(200, "bye", "Connection: close\r\n");
     r.close = true;
     return r;
@@ -467,8 +467,8 @@ TEST(http_client, keeps_at_most_max_idle_connections) {
   auto ok = [](const seen_request&) {
     return http_reply(200);
   };
-  loopback_server a{ok};
-  loopback_server b{ok};
+  scripted_http_server a{ok};
+  scripted_http_server b{ok};
   http_client_options o;
   o.max_idle_connections = 1;
   http_client client{o};
@@ -486,7 +486,7 @@ TEST(http_client, keeps_at_most_max_idle_connections) {
 }
 
 TEST(http_client, is_safe_to_share_between_threads) {
-  loopback_server server{[](const seen_request& req) {
+  scripted_http_server server{[](const seen_request& req) {
     return http_reply(200, req.target);
   }};
   http_client client;
@@ -516,7 +516,7 @@ TEST(http_client, is_safe_to_share_between_threads) {
 TEST(http_client, https_verifies_the_server_against_the_ca_file) {
   temp_dir dir;
   test_pki pki{dir.path()};
-  loopback_server server{[](const seen_request& req) {
+  scripted_http_server server{[](const seen_request& req) {
                            return http_reply(200, "secure " + req.target);
                          },
                          pki.server_context()};
@@ -542,7 +542,7 @@ TEST(http_client, https_checks_the_host_name) {
   temp_dir dir;
   // Signed by the trusted CA, but for another name.
   test_pki pki{dir.path(), "DNS:other.example"};
-  loopback_server server{[](const seen_request&) {
+  scripted_http_server server{[](const seen_request&) {
                            return http_reply(200);
                          },
                          pki.server_context()};
@@ -561,7 +561,7 @@ TEST(http_client, https_checks_the_host_name) {
 // -- proxies ------------------------------------------------------------------
 
 TEST(http_client, honours_the_http_proxy_environment_variable) {
-  loopback_server proxy{[](const seen_request& req) {
+  scripted_http_server proxy{[](const seen_request& req) {
     return http_reply(200, "via proxy: " + req.request_line);
   }};
   scoped_env no_proxy{"no_proxy", std::nullopt};
@@ -581,10 +581,10 @@ TEST(http_client, honours_the_http_proxy_environment_variable) {
 }
 
 TEST(http_client, no_proxy_bypasses_the_proxy) {
-  loopback_server proxy{[](const seen_request&) {
+  scripted_http_server proxy{[](const seen_request&) {
     return http_reply(200, "proxy");
   }};
-  loopback_server direct{[](const seen_request&) {
+  scripted_http_server direct{[](const seen_request&) {
     return http_reply(200, "direct");
   }};
   scoped_env no_proxy_uc{"NO_PROXY", std::nullopt};
