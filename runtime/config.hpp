@@ -274,24 +274,47 @@ struct butler_config {
   std::vector<schedule_config> schedules;
 };
 
+/// `[messenger.adapter.reactions]` of a telegram adapter: the emoji of each
+/// lifecycle state (spec 001 §8) set on the source message. Each must be one
+/// of Telegram's reaction emoji (runtime/telegram_reactions.hpp).
+struct reaction_config {
+  /// PROGRESS: received, processing started. Default "👀".
+  std::string progress = "\xf0\x9f\x91\x80";
+  /// PARSED: every target succeeded. Default "👍".
+  std::string parsed = "\xf0\x9f\x91\x8d";
+  /// ERRORED: a target or the processing failed. Default "👾".
+  std::string errored = "\xf0\x9f\x91\xbe";
+  /// Waiting for a session slot. Default "😴".
+  std::string queued = "\xf0\x9f\x98\xb4";
+};
+
 /// One `[[messenger.adapter]]`: an outbound channel adapter.
 struct delivery_adapter_config {
-  /// webhook or outbox; required in the file (outbox when built in code).
+  /// webhook, outbox or telegram; required in the file (outbox when built
+  /// in code).
   adapter_kind kind = adapter_kind::outbox;
   /// Source channels it delivers for (telegram, slack, email, api, mcp) or
-  /// "*" for all. Default {"*"}.
+  /// "*" for all. Default {"*"}. A telegram adapter delivers for telegram
+  /// only ("*" means that).
   std::vector<std::string> channels{"*"};
   /// webhook: http:// URL the notify.v1 envelope is POSTed to; required for
   /// webhook (only http:// is supported; https is a config error saying so).
   std::string url;
   /// webhook: bearer token sent as Authorization; default "".
   std::string token;
-  /// webhook: per-attempt timeout in ms. Default 5000, range 1..600000.
+  /// webhook, telegram: per-attempt timeout in ms. Default 5000, range
+  /// 1..600000.
   uint32_t timeout_ms = 5000;
-  /// webhook: retries after the first attempt. Default 3, range 0..100.
+  /// webhook, telegram: retries after the first attempt. Default 3, range
+  /// 0..100.
   uint32_t retries = 3;
   /// outbox: file JSON lines are appended to; required for outbox.
   std::string path;
+  /// telegram: the `[[connector]]` of type telegram whose token and
+  /// api_base it uses; required for telegram.
+  std::string connector;
+  /// telegram: `[messenger.adapter.reactions]`.
+  reaction_config reactions;
 };
 
 /// `[messenger]`: the only outbound delivery path.
@@ -327,6 +350,11 @@ struct connector_config {
   uint32_t max_in_flight = 8;
   /// Whether the connector runs. Default true.
   bool enabled = true;
+  /// telegram: the bot token; also BUTLERS_CONNECTOR_<NAME>_TOKEN (NAME
+  /// upper-cased, '-' as '_'). Default "".
+  std::string token;
+  /// telegram: base URL of the Bot API. Default "https://api.telegram.org".
+  std::string api_base = "https://api.telegram.org";
 };
 
 /// `[cluster]`: other nodes, reached through CAF's middleman (spec 001
@@ -472,6 +500,7 @@ bool operator==(const policy_config& x, const policy_config& y);
 bool operator==(const runtime_config& x, const runtime_config& y);
 bool operator==(const schedule_config& x, const schedule_config& y);
 bool operator==(const butler_config& x, const butler_config& y);
+bool operator==(const reaction_config& x, const reaction_config& y);
 bool operator==(const delivery_adapter_config& x,
                 const delivery_adapter_config& y);
 bool operator==(const messenger_config& x, const messenger_config& y);
@@ -575,13 +604,18 @@ config_result parse_config(std::string_view text, std::string file);
 config_result load_config(const std::string& path);
 
 /// Applies BUTLERS_DATABASE_URL (database.url), BUTLERS_HTTP_TOKEN
-/// (http.token) and BUTLERS_HTTP_PORT (http.port; a bad value is an error
-/// with key "env:BUTLERS_HTTP_PORT" and leaves the port alone). Unset or
-/// empty variables change nothing. Takes a getenv-like function for
-/// testability.
+/// (http.token), BUTLERS_HTTP_PORT (http.port; a bad value is an error
+/// with key "env:BUTLERS_HTTP_PORT" and leaves the port alone) and, for
+/// each connector, BUTLERS_CONNECTOR_<NAME>_TOKEN (its token; see
+/// `connector_token_env`). Unset or empty variables change nothing. Takes a
+/// getenv-like function for testability.
 std::vector<config_error> apply_env_overrides(
   node_settings& s,
   const std::function<const char*(const char*)>& getenv_fn = ::getenv);
+
+/// The environment variable of connector `name`'s token:
+/// BUTLERS_CONNECTOR_<NAME>_TOKEN, NAME upper-cased with '-' as '_'.
+std::string connector_token_env(const std::string& name);
 
 /// Cross-field checks, run after overrides: a non-loopback http.bind needs
 /// http.token; butler and connector names are unique and no butler is

@@ -34,8 +34,8 @@ const std::array<std::string_view, 73> telegram_reaction_emoji = {
   "\xf0\x9f\xa5\xb4"sv, // 🥴 face with uneven eyes and wavy mouth
   "\xf0\x9f\x98\x8d"sv, // 😍 smiling face with heart-shaped eyes
   "\xf0\x9f\x90\xb3"sv, // 🐳 spouting whale
-  "\xe2\x9d\xa4\xe2\x80\x8d\xf0\x9f\x94\xa5"sv, // ❤‍🔥 heavy black heart +
-                                                // zero width joiner + fire
+  "\xe2\x9d\xa4\xe2\x80\x8d\xf0\x9f\x94\xa5"sv, // ❤‍🔥 heavy black heart
+                                                // + zero width joiner + fire
   "\xf0\x9f\x8c\x9a"sv, // 🌚 new moon with face
   "\xf0\x9f\x8c\xad"sv, // 🌭 hot dog
   "\xf0\x9f\x92\xaf"sv, // 💯 hundred points symbol
@@ -55,8 +55,8 @@ const std::array<std::string_view, 73> telegram_reaction_emoji = {
   "\xf0\x9f\x98\xad"sv, // 😭 loudly crying face
   "\xf0\x9f\xa4\x93"sv, // 🤓 nerd face
   "\xf0\x9f\x91\xbb"sv, // 👻 ghost
-  "\xf0\x9f\x91\xa8\xe2\x80\x8d\xf0\x9f\x92\xbb"sv, // 👨‍💻 man + zero width
-                                                    // joiner + personal
+  "\xf0\x9f\x91\xa8\xe2\x80\x8d\xf0\x9f\x92\xbb"sv, // 👨‍💻 man + zero
+                                                    // width joiner + personal
                                                     // computer
   "\xf0\x9f\x91\x80"sv, // 👀 eyes
   "\xf0\x9f\x8e\x83"sv, // 🎃 jack-o-lantern
