@@ -68,8 +68,8 @@ void show_lifecycle(switchboard_ptr self, const request_context& ctx,
                     });
 }
 
-void owe_terminal(switchboard_ptr self, const finished_request& f,
-                  std::function<void(bool)> then) {
+void owe_terminal(switchboard_ptr self, finished_request f,
+                  std::function<void(completion, bool)> then) {
   std::vector<std::string> owed;
   auto& ctx = f.context;
   if (self->state.ctx->lifecycle.reacts(ctx.source_channel)) {
@@ -78,18 +78,20 @@ void owe_terminal(switchboard_ptr self, const finished_request& f,
     owed.push_back(make_react_notify(envelope_for(ctx), x, unix_now_us()));
   }
   if (!f.notify.empty())
-    owed.push_back(f.notify);
+    owed.push_back(std::move(f.notify));
   if (owed.empty()) {
-    then(true);
+    then(std::move(f.done), true);
     return;
   }
   struct pending {
     size_t left = 0;
     bool ok = true;
-    std::function<void(bool)> then;
+    completion done;
+    std::function<void(completion, bool)> then;
   };
   auto p = std::make_shared<pending>();
   p->left = owed.size();
+  p->done = std::move(f.done);
   p->then = std::move(then);
   for (auto& notify : owed)
     hand_to_messenger(self, std::move(notify),
@@ -106,7 +108,7 @@ void owe_terminal(switchboard_ptr self, const finished_request& f,
                             p->ok = false;
                         }
                         if (--p->left == 0)
-                          p->then(p->ok);
+                          p->then(std::move(p->done), p->ok);
                       });
 }
 

@@ -41,13 +41,13 @@ void show_lifecycle(switchboard_ptr self, const request_context& ctx,
 
 /// Hands over what finished request `f` owes its sender before its
 /// terminal transition is written: its terminal reaction (if its channel
-/// reacts) and, when it errored, the error reply. Calls `then(true)` once
-/// the messenger holds them (at once when there is nothing to hand over),
-/// or `then(false)` when one could not be handed over for now (the
-/// transition must wait: the request stays in progress, and the cold path
-/// takes it again after its lease).
-void owe_terminal(switchboard_ptr self, const finished_request& f,
-                  std::function<void(bool)> then);
+/// reacts) and, when it errored, the error reply. Calls `then` with the
+/// transition to write and true once the messenger holds them (at once
+/// when there is nothing to hand over), or false when one could not be
+/// handed over for now (the transition must wait: the request stays in
+/// progress, and the cold path takes it again after its lease).
+void owe_terminal(switchboard_ptr self, finished_request f,
+                  std::function<void(completion, bool)> then);
 
 // -- butlers ------------------------------------------------------------------
 

@@ -323,34 +323,36 @@ void forget_request(switchboard_ptr self, const std::string& id) {
 void complete(switchboard_ptr self, finished_request f) {
   auto id = f.context.request_id;
   auto state = f.done.state;
-  owe_terminal(self, f, [self, id, state, done = std::move(f.done)](bool owed) {
-    if (!owed) { // still 'progress': the cold path finishes it again
-      forget_request(self, id);
-      pump(self);
-      return;
-    }
-    self->state.writes.complete(
-      self, done,
-      [self, id, state](bool applied) {
-        auto& st = self->state;
-        forget_request(self, id);
-        if (!applied)
-          st.metrics.lease_lost->inc();
-        else if (state == "parsed")
-          st.metrics.lifecycle_parsed->inc();
-        else
-          st.metrics.lifecycle_errored->inc();
-        pump(self);
-      },
-      [self, id](const caf::error& err) {
-        // Still 'progress': the lease expires and the cold path plans the
-        // request again from what is stored.
-        spdlog::warn("request {}: terminal state not written: {}", id,
-                     to_string(err));
-        forget_request(self, id);
-        pump(self);
-      });
-  });
+  owe_terminal(self, std::move(f),
+               [self, id, state](completion done, bool owed) {
+                 if (!owed) { // still 'progress': the cold path finishes it
+                              // again
+                   forget_request(self, id);
+                   pump(self);
+                   return;
+                 }
+                 self->state.writes.complete(
+                   self, std::move(done),
+                   [self, id, state](bool applied) {
+                     auto& st = self->state;
+                     forget_request(self, id);
+                     if (!applied)
+                       st.metrics.lease_lost->inc();
+                     else if (state == "parsed")
+                       st.metrics.lifecycle_parsed->inc();
+                     else
+                       st.metrics.lifecycle_errored->inc();
+                     pump(self);
+                   },
+                   [self, id](const caf::error& err) {
+                     // Still 'progress': the lease expires and the cold path
+                     // plans the request again from what is stored.
+                     spdlog::warn("request {}: terminal state not written: {}",
+                                  id, to_string(err));
+                     forget_request(self, id);
+                     pump(self);
+                   });
+               });
 }
 
 void send_dispatch(switchboard_ptr self, dispatch_order d);
