@@ -30,12 +30,7 @@ class db_delivery_services final : public delivery_services {
  public:
   db_delivery_services(caf::actor_system& sys, inbox_writer_actor writer,
                        node_context_ptr ctx)
-    : sys_(sys), writer_(std::move(writer)), ctx_(std::move(ctx)),
-      redelivered_(ctx_->metrics.get_counter(
-        "butlers_messenger_redelivered_total",
-        "Outbound sends made again because an earlier run may have made "
-        "them (found 'sending' in the outbound ledger, or retried after an "
-        "answer that left it open): the possible duplicates")) {
+    : sys_(sys), writer_(std::move(writer)), ctx_(std::move(ctx)) {
     // nop
   }
 
@@ -76,7 +71,14 @@ class db_delivery_services final : public delivery_services {
     c.top_value = row[3];
     c.decision = decide_send(s.kind, c.prior, s.rank, c.top_rank);
     if (c.decision == send_decision::resend)
-      redelivered_.inc();
+      ctx_->metrics
+        .get_counter("butlers_messenger_redelivered_total",
+                     "Outbound sends made again because an earlier run may "
+                     "have made them (found 'sending' in the outbound "
+                     "ledger, or retried after an answer that left it "
+                     "open): the possible duplicates",
+                     labels(s))
+        .inc();
     if (c.decision == send_decision::skip)
       count(s, "skipped");
     return c;
@@ -142,21 +144,23 @@ class db_delivery_services final : public delivery_services {
     return ask(writer_, exec_atom_v, std::move(st), true, error);
   }
 
+  static std::string labels(const outbound_send& s) {
+    return "adapter=\"" + s.adapter + "\",kind=\"" + to_string(s.kind) + "\"";
+  }
+
   void count(const outbound_send& s, const char* outcome) {
     ctx_->metrics
       .get_counter("butlers_messenger_sends_total",
                    "Outbound sends by adapter, kind and outcome (sent, "
                    "skipped: sent by an earlier run, superseded: a reaction "
                    "outranked before it went out, dead: failed for good)",
-                   "adapter=\"" + s.adapter + "\",kind=\"" + to_string(s.kind)
-                     + "\",outcome=\"" + outcome + "\"")
+                   labels(s) + ",outcome=\"" + outcome + "\"")
       .inc();
   }
 
   caf::actor_system& sys_;
   inbox_writer_actor writer_;
   node_context_ptr ctx_;
-  counter& redelivered_;
 };
 
 } // namespace
