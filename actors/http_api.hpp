@@ -25,6 +25,14 @@ struct http_call {
   std::string_view query;
   std::optional<std::string_view> content_type;
   std::string_view body;
+  /// Any request header by name (case-insensitive); unset where a caller
+  /// has none to offer (tests), which reads as absent.
+  std::function<std::optional<std::string_view>(std::string_view)> header;
+
+  /// Header `name`, if the request has it.
+  std::optional<std::string_view> header_value(std::string_view name) const {
+    return header ? header(name) : std::nullopt;
+  }
 };
 
 /// How an API handler answers its request.

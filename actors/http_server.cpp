@@ -13,6 +13,7 @@
 #include <restinio/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/connector_api.hpp"
 #include "actors/http_api.hpp"
 #include "actors/http_ingest_bridge.hpp"
 #include "runtime/http_checks.hpp"
@@ -118,6 +119,8 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
   std::string expected_auth;
   /// The endpoints that answer through an actor.
   http_api api;
+  /// The routes that feed connectors.
+  connector_api connectors;
 
   // -- in-flight tracking for the drain ---------------------------------------
   std::mutex mtx;
@@ -139,6 +142,7 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
        node_context_ptr ctx, supervisor_actor sup)
     : sys(sys), settings(settings), ctx(std::move(ctx)), sup(std::move(sup)),
       api(sys, this->settings, this->ctx),
+      connectors(sys, this->settings, this->ctx),
       requests_total(
         this->ctx->metrics.get_counter("butlers_http_requests_total",
                                        "HTTP requests received")),
@@ -243,12 +247,32 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
                                const path_params&)>
   static void on_api(impl& srv, shard&, const request_handle& req,
                      const path_params& p) {
-    auto& head = req->header();
-    http_call call{head.method().c_str(), head.path(), head.query(),
-                   header_of(req, restinio::http_field::content_type),
-                   req->body()};
     responder out{srv, req};
-    (srv.api.*F)(call, out, p);
+    (srv.api.*F)(call_of(req), out, p);
+  }
+
+  /// A route that feeds a connector, which sees the request the same way.
+  template<void (connector_api::*F)(const http_call&, http_responder&,
+                                    const path_params&)>
+  static void on_connector(impl& srv, shard&, const request_handle& req,
+                           const path_params& p) {
+    responder out{srv, req};
+    (srv.connectors.*F)(call_of(req), out, p);
+  }
+
+  /// The request as an `http_call` (valid while `req` is).
+  static http_call call_of(const request_handle& req) {
+    auto& head = req->header();
+    return http_call{head.method().c_str(),
+                     head.path(),
+                     head.query(),
+                     header_of(req, restinio::http_field::content_type),
+                     req->body(),
+                     [&head](std::string_view name) {
+                       auto value = head.opt_value_of(name);
+                       return value ? std::optional<std::string_view>{*value}
+                                    : std::nullopt;
+                     }};
   }
 
   /// Answers for the API: at once, or later from any thread while the
@@ -662,6 +686,14 @@ const http_route_table<http_server::impl::handler>& http_server::impl::
     {m::get, "/v1/threads/{id}/transcript", token,
      on_api<&http_api::thread_transcript>},
     {m::post, "/v1/runs/{id}/cancel", token, on_api<&http_api::run_cancel>},
+    // Telegram cannot send the bearer token: the connector's secret token
+    // guards its webhook instead.
+    {m::post, "/v1/connectors/{name}/webhook", open,
+     on_connector<&connector_api::telegram_webhook>},
+    {m::post, "/v1/connectors/{name}/ingest", token,
+     on_connector<&connector_api::ingest>},
+    {m::any, "/v1/connectors/{rest...}", token,
+     on_connector<&connector_api::other>},
     {m::get, "/v1/events/summary", token, on_server<&impl::events_summary>},
     {m::any, "/v1/events/summary", token,
      on_server<&impl::events_wrong_method>},

@@ -156,6 +156,40 @@ using switchboard_actor = caf::typed_actor<
   caf::reacts_to<refill_atom,
                  inbox_scanner_actor>>::extend_with<route_listener_actor>;
 
+// -- connectors
+// ----------------------------------------------------------------
+
+/// One per enabled `[[connector]]` on a node that runs the switchboard
+/// (README "Connectors"): the connector's in-flight limit
+/// (`max_in_flight`), its metrics (`connector="<name>"`), and its way into
+/// the canonical ingest path: every envelope it takes goes to the
+/// switchboard's `ingest_atom`, the same admission, dedupe and "answer only
+/// after the commit" as POST /v1/ingest. A polling source (Telegram
+/// getUpdates, a JSONL file, a Maildir) runs beside it on a thread of its
+/// own (`connector_runner_actor`); webhook and HTTP connectors are fed by
+/// the HTTP server's connector routes.
+using connector_actor = caf::typed_actor<
+  /// Submits a validated record; answers once it is committed (or found
+  /// to be a duplicate). `overload_rejected` when `max_in_flight` records
+  /// of this connector wait for their commit already (counted `refused`);
+  /// `database_unavailable`, `draining` or `target_unavailable` when
+  /// nothing was stored (counted `errors`).
+  caf::replies_to<ingest_atom, inbox_record>::with<append_result>,
+  /// The same for a source's batch, in order (one request to the
+  /// switchboard, so the batch keeps its order): records beyond
+  /// `max_in_flight` carry `overload_rejected`, unstored ones their error.
+  caf::replies_to<ingest_atom,
+                  std::vector<inbox_record>>::with<std::vector<append_result>>,
+  /// How many records of this connector wait for their commit.
+  caf::replies_to<status_atom>::with<uint32_t>>;
+
+/// The thread a connector's source runs on (detached: it blocks). Started
+/// by its connector, it runs the source until the connector stops (which
+/// raises the source's stop signal) or the source gives up, then quits.
+using connector_runner_actor = caf::typed_actor<
+  /// INTERNAL: runs the source (sent once, to itself, at spawn).
+  caf::reacts_to<run_atom>>;
+
 // -- butlers
 // -------------------------------------------------------------------
 

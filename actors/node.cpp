@@ -197,6 +197,8 @@ int run_node(const node_settings& settings) {
   ctx->set_registry({});
   ctx->set_messenger({});
   ctx->set_reader({});
+  ctx->set_threads({});
+  ctx->set_connectors({});
   sys.await_all_actors_done();
   stopped.set_value();
   watchdog.join();

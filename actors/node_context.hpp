@@ -4,8 +4,10 @@
 // actors that the supervisor restarts (the HTTP threads and other groups
 // find the current ones here).
 
+#include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 
 #include "actors/interfaces.hpp"
 #include "runtime/event_hub.hpp"
@@ -88,6 +90,20 @@ struct node_context {
     return threads_;
   }
 
+  /// Publishes the connector actors of the current group by name (empty
+  /// while the supervisor restarts it, and on a node without a
+  /// switchboard).
+  void set_connectors(std::map<std::string, connector_actor> hdls) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    connectors_ = std::move(hdls);
+  }
+  /// The connector called `name`; null when none runs.
+  connector_actor connector(const std::string& name) const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    auto i = connectors_.find(name);
+    return i == connectors_.end() ? connector_actor{} : i->second;
+  }
+
   /// The thread API's event streams (set by the node before any actor
   /// starts; null when the node serves none).
   std::shared_ptr<event_hub> events;
@@ -104,6 +120,7 @@ struct node_context {
   db_reader_actor reader_;
   cluster_actor cluster_;
   thread_directory_actor threads_;
+  std::map<std::string, connector_actor> connectors_;
 };
 
 using node_context_ptr = std::shared_ptr<node_context>;

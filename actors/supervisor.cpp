@@ -1,6 +1,7 @@
 #include "actors/supervisor.hpp"
 
 #include <algorithm>
+#include <map>
 #include <random>
 
 #include <caf/actor_cast.hpp>
@@ -11,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/butler.hpp"
+#include "actors/connector.hpp"
 #include "actors/db_reader.hpp"
 #include "actors/inbox_scanner.hpp"
 #include "actors/inbox_writer.hpp"
@@ -59,6 +61,30 @@ std::vector<butler_config> hosted_butlers(const node_settings& s) {
   return out;
 }
 
+/// One connector per enabled `[[connector]]`, published by name for the
+/// HTTP server's connector routes.
+void start_connectors(supervisor_ptr self) {
+  auto& st = self->state;
+  auto& s = st.settings;
+  std::map<std::string, connector_actor> published;
+  for (auto& cfg : s.connectors) {
+    if (!cfg.enabled)
+      continue;
+    connector_params p;
+    p.cfg = cfg;
+    p.switchboard = st.switchboard;
+    p.writer = st.writer;
+    p.reader = st.reader;
+    p.ctx = st.ctx;
+    p.max_envelope_bytes = s.http.max_body_bytes;
+    p.dedupe_window_s = s.switchboard.dedupe_window_s;
+    auto hdl = self->spawn<caf::linked>(connector, std::move(p));
+    published.emplace(cfg.name, hdl);
+    st.connectors.push_back(std::move(hdl));
+  }
+  st.ctx->set_connectors(std::move(published));
+}
+
 void start_group(supervisor_ptr self) {
   auto& st = self->state;
   st.restarting = false;
@@ -84,6 +110,7 @@ void start_group(supervisor_ptr self) {
                                                           st.switchboard,
                                                           st.ctx);
     st.ctx->set_switchboard(st.switchboard);
+    start_connectors(self);
   }
   cluster_hello hello;
   hello.node = s.node.name;
@@ -140,6 +167,9 @@ bool is_child(supervisor_ptr self, const caf::actor_addr& addr) {
   for (auto& b : st.butlers)
     if (addr == b.address())
       return true;
+  for (auto& c : st.connectors)
+    if (addr == c.address())
+      return true;
   return (st.writer && addr == st.writer.address())
          || (st.switchboard && addr == st.switchboard.address())
          || (st.scanner && addr == st.scanner.address())
@@ -181,6 +211,10 @@ supervisor_actor::behavior_type supervisor(
     st.ctx->set_registry({});
     st.ctx->set_messenger({});
     st.ctx->set_threads({});
+    st.ctx->set_connectors({});
+    for (auto& c : st.connectors)
+      self->send_exit(c, caf::exit_reason::kill);
+    st.connectors.clear();
     self->send_exit(st.threads, caf::exit_reason::kill);
     self->send_exit(st.writer, caf::exit_reason::kill);
     self->send_exit(st.switchboard, caf::exit_reason::kill);

@@ -25,6 +25,8 @@ struct supervisor_state {
   db_reader_actor reader;
   std::vector<butler_actor> butlers;
   thread_directory_actor threads;
+  /// One per enabled `[[connector]]` (switchboard nodes only).
+  std::vector<connector_actor> connectors;
   /// Consecutive restarts, for the backoff.
   uint32_t restarts = 0;
   /// A restart is scheduled (children of the old group may still report
@@ -32,11 +34,11 @@ struct supervisor_state {
   bool restarting = false;
 };
 
-/// Starts the inbox writer, switchboard, scanner, registry and the butlers
-/// this node hosts as one group (they hold each other's handles) and restarts
-/// the group after any abnormal exit, after 100 ms · 2^n (capped at 10 s) with
-/// ±50 % jitter. Publishes the current switchboard and registry in the node
-/// context for the HTTP surface.
+/// Starts the inbox writer, switchboard, scanner, registry, the butlers
+/// this node hosts and (with the switchboard) the connectors as one group (they
+/// hold each other's handles) and restarts the group after any abnormal exit,
+/// after 100 ms · 2^n (capped at 10 s) with ±50 % jitter. Publishes the current
+/// switchboard and registry in the node context for the HTTP surface.
 supervisor_actor::behavior_type supervisor(
   supervisor_actor::stateful_pointer<supervisor_state> self,
   node_settings settings, node_context_ptr ctx);

@@ -306,15 +306,6 @@ config_result load_config(const std::string& path) {
 
 // -- environment --------------------------------------------------------------
 
-std::string connector_token_env(const std::string& name) {
-  std::string out = "BUTLERS_CONNECTOR_";
-  for (char c : name)
-    out += c == '-'
-             ? '_'
-             : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out + "_TOKEN";
-}
-
 std::vector<config_error> apply_env_overrides(
   node_settings& s, const std::function<const char*(const char*)>& getenv_fn) {
   std::vector<config_error> errors;
@@ -332,13 +323,6 @@ std::vector<config_error> apply_env_overrides(
     s.http.token = *token;
     s.positions.erase("http.token");
   }
-  for (size_t i = 0; i < s.connectors.size(); ++i) {
-    auto& cn = s.connectors[i];
-    if (auto token = get(connector_token_env(cn.name).c_str())) {
-      cn.token = *token;
-      s.positions.erase("connector[" + std::to_string(i) + "].token");
-    }
-  }
   if (auto port = get("BUTLERS_HTTP_PORT")) {
     if (auto value = parse_port(*port)) {
       s.http.port = *value;
@@ -349,7 +333,32 @@ std::vector<config_error> apply_env_overrides(
                      "expected an integer in 0..65535, got '" + *port + "'"});
     }
   }
+  for (size_t i = 0; i < s.connectors.size(); ++i) {
+    auto& cn = s.connectors[i];
+    auto prefix = "connector[" + std::to_string(i) + "].";
+    if (auto token = get(connector_env_name(cn.name, "TOKEN").c_str())) {
+      cn.token = *token;
+      s.positions.erase(prefix + "token");
+    }
+    auto secret_var = connector_env_name(cn.name, "SECRET_TOKEN");
+    if (auto secret = get(secret_var.c_str())) {
+      cn.secret_token = *secret;
+      s.positions.erase(prefix + "secret_token");
+    }
+  }
   return errors;
+}
+
+std::string connector_env_name(const std::string& connector,
+                               const std::string& suffix) {
+  std::string out = "BUTLERS_CONNECTOR_";
+  for (char c : connector)
+    out += c == '-'
+             ? '_'
+             : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  out += '_';
+  out += suffix;
+  return out;
 }
 
 // -- output -------------------------------------------------------------------

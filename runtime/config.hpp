@@ -350,12 +350,31 @@ struct connector_config {
   uint32_t max_in_flight = 8;
   /// Whether the connector runs. Default true.
   bool enabled = true;
-  /// telegram: the bot token; also BUTLERS_CONNECTOR_<NAME>_TOKEN (NAME
-  /// upper-cased, '-' as '_'). Default "".
+  /// telegram: webhook (Telegram POSTs to the node) or poll (getUpdates).
+  /// Default webhook.
+  connector_mode mode = connector_mode::webhook;
+  /// telegram: the bot token (also `BUTLERS_CONNECTOR_<NAME>_TOKEN`);
+  /// required for poll. Never logged. Default "".
   std::string token;
-  /// telegram: base URL of the Bot API. Default "https://api.telegram.org".
+  /// telegram webhook: the `X-Telegram-Bot-Api-Secret-Token` every webhook
+  /// request must carry (also `BUTLERS_CONNECTOR_<NAME>_SECRET_TOKEN`);
+  /// required for webhook, 1..256 of `A-Za-z0-9_-`. Default "".
+  std::string secret_token;
+  /// telegram: base URL of the Bot API (tests point it at a local fake).
+  /// Default "https://api.telegram.org".
   std::string api_base = "https://api.telegram.org";
+  /// telegram poll: the long-poll `timeout` of getUpdates in seconds.
+  /// Default 30, range 0..50.
+  uint32_t poll_timeout_s = 30;
+  /// jsonl, maildir: how often the source is looked at for new input, in
+  /// milliseconds. Default 1000, range 10..3600000.
+  uint32_t poll_ms = 1000;
 };
+
+/// `BUTLERS_CONNECTOR_<NAME>_<SUFFIX>`: the connector's name upper-cased,
+/// `-` as `_` (e.g. "tg-main", "TOKEN" → BUTLERS_CONNECTOR_TG_MAIN_TOKEN).
+std::string connector_env_name(const std::string& connector,
+                               const std::string& suffix);
 
 /// `[cluster]`: other nodes, reached through CAF's middleman (spec 001
 /// §10.7; DESIGN.md "Cluster").
@@ -605,17 +624,14 @@ config_result load_config(const std::string& path);
 
 /// Applies BUTLERS_DATABASE_URL (database.url), BUTLERS_HTTP_TOKEN
 /// (http.token), BUTLERS_HTTP_PORT (http.port; a bad value is an error
-/// with key "env:BUTLERS_HTTP_PORT" and leaves the port alone) and, for
-/// each connector, BUTLERS_CONNECTOR_<NAME>_TOKEN (its token; see
-/// `connector_token_env`). Unset or empty variables change nothing. Takes a
-/// getenv-like function for testability.
+/// with key "env:BUTLERS_HTTP_PORT" and leaves the port alone), and per
+/// connector BUTLERS_CONNECTOR_<NAME>_TOKEN and _SECRET_TOKEN (see
+/// `connector_env_name`). Unset or
+/// empty variables change nothing. Takes a getenv-like function for
+/// testability.
 std::vector<config_error> apply_env_overrides(
   node_settings& s,
   const std::function<const char*(const char*)>& getenv_fn = ::getenv);
-
-/// The environment variable of connector `name`'s token:
-/// BUTLERS_CONNECTOR_<NAME>_TOKEN, NAME upper-cased with '-' as '_'.
-std::string connector_token_env(const std::string& name);
 
 /// Cross-field checks, run after overrides: a non-loopback http.bind needs
 /// http.token; butler and connector names are unique and no butler is

@@ -82,6 +82,15 @@ const std::vector<enum_name<connector_type>>& enum_names<connector_type>() {
 }
 
 template<>
+const std::vector<enum_name<connector_mode>>& enum_names<connector_mode>() {
+  static const std::vector<enum_name<connector_mode>> names{
+    {connector_mode::webhook, "webhook"},
+    {connector_mode::poll, "poll"},
+  };
+  return names;
+}
+
+template<>
 const std::vector<enum_name<scheduler_policy>>& enum_names<scheduler_policy>() {
   static const std::vector<enum_name<scheduler_policy>> names{
     {scheduler_policy::stealing, "stealing"},

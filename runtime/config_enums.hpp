@@ -68,6 +68,14 @@ enum class adapter_kind {
 /// `[[connector]]` `type`: the channel a connector reads.
 enum class connector_type { http, jsonl, maildir, telegram };
 
+/// `[[connector]]` `mode`: how a telegram connector receives updates.
+enum class connector_mode {
+  /// Telegram POSTs each Update to `/v1/connectors/{name}/webhook`.
+  webhook,
+  /// The connector long-polls `getUpdates`.
+  poll,
+};
+
 /// `[scheduler]` `policy`: CAF's scheduling policy.
 enum class scheduler_policy { stealing, sharing };
 
@@ -100,6 +108,8 @@ template<>
 const std::vector<enum_name<adapter_kind>>& enum_names<adapter_kind>();
 template<>
 const std::vector<enum_name<connector_type>>& enum_names<connector_type>();
+template<>
+const std::vector<enum_name<connector_mode>>& enum_names<connector_mode>();
 template<>
 const std::vector<enum_name<scheduler_policy>>& enum_names<scheduler_policy>();
 /// `[butler.runtime]` `fail_class`: only the error classes of the taxonomy
@@ -147,6 +157,9 @@ inline const char* to_string(adapter_kind x) {
   return name_of(x);
 }
 inline const char* to_string(connector_type x) {
+  return name_of(x);
+}
+inline const char* to_string(connector_mode x) {
   return name_of(x);
 }
 inline const char* to_string(scheduler_policy x) {

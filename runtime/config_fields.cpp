@@ -152,6 +152,22 @@ check_fn node_name() {
   };
 }
 
+/// `http://` or `https://` followed by a host, no trailing slash.
+check_fn api_base_url() {
+  return [](const std::string& x) -> std::string {
+    auto scheme_end = x.find("://");
+    auto scheme = x.substr(0, scheme_end);
+    if (scheme_end == std::string::npos
+        || (scheme != "http" && scheme != "https")
+        || x.size() == scheme_end + 3)
+      return "expected http://HOST[:PORT][/PATH] or https://..., got '" + x
+             + "'";
+    if (x.back() == '/')
+      return "must not end with '/', got '" + x + "'";
+    return {};
+  };
+}
+
 std::string redact_token(std::string_view token) {
   return token.empty() ? "" : "***";
 }
@@ -433,10 +449,16 @@ const fields<connector_config>& connector_fields() {
     integer("max_in_flight", &c::max_in_flight, 1, 10000,
             "envelopes submitted but not yet acknowledged"),
     flag("enabled", &c::enabled, "whether it runs"),
-    secret_text("token", &c::token, redact_token,
-                "telegram: the bot token (or BUTLERS_CONNECTOR_<NAME>_TOKEN)"),
+    choice("mode", &c::mode, "telegram: webhook or getUpdates polling"),
+    secret_text("token", &c::token, redact_token, "telegram: the bot token"),
+    secret_text("secret_token", &c::secret_token, redact_token,
+                "telegram webhook: the secret every webhook request carries"),
     text("api_base", &c::api_base, "telegram: base URL of the Bot API",
-         web_url()),
+         api_base_url()),
+    integer("poll_timeout_s", &c::poll_timeout_s, 0, 50,
+            "telegram poll: long-poll timeout of getUpdates"),
+    integer("poll_ms", &c::poll_ms, 10, 3600000,
+            "jsonl, maildir: how often new input is looked for"),
   };
   return list;
 }

@@ -182,7 +182,44 @@ void check_telegram_adapter(checker& c, const delivery_adapter_config& a,
   if (cn->token.empty())
     c.error(at, prefix + ".connector",
             "connector '" + a.connector + "' has no token (set its token or "
-              + connector_token_env(cn->name) + ")");
+              + connector_env_name(cn->name, "TOKEN") + ")");
+}
+
+/// Telegram's rule for a webhook's secret token: 1..256 of A-Za-z0-9_-.
+bool is_telegram_secret(const std::string& x) {
+  if (x.empty() || x.size() > 256)
+    return false;
+  return std::all_of(x.begin(), x.end(), [](char ch) {
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')
+           || (ch >= '0' && ch <= '9') || ch == '_' || ch == '-';
+  });
+}
+
+/// A webhook needs its secret (the route takes no bearer token: the
+/// secret is what keeps strangers from posting updates) and the HTTP
+/// server; polling needs the bot token.
+void check_telegram_connector(checker& c, const connector_config& cn,
+                              const std::string& prefix) {
+  auto at = c.where({prefix + ".mode", prefix + ".type", prefix});
+  if (cn.mode == connector_mode::webhook) {
+    if (cn.secret_token.empty())
+      c.error(at, prefix + ".secret_token",
+              "a telegram webhook connector requires a secret_token (or "
+                + connector_env_name(cn.name, "SECRET_TOKEN")
+                + "); pass the same value to setWebhook");
+    else if (!is_telegram_secret(cn.secret_token))
+      c.error(c.where({prefix + ".secret_token", prefix}),
+              prefix + ".secret_token",
+              "must be 1..256 characters of A-Z, a-z, 0-9, _ and - (what "
+              "Telegram accepts)");
+    if (!c.s.http.enabled)
+      c.error(at, prefix + ".mode",
+              "a telegram webhook connector requires http.enabled = true");
+  } else if (cn.token.empty()) {
+    c.error(at, prefix + ".token",
+            "a telegram poll connector requires a token (or "
+              + connector_env_name(cn.name, "TOKEN") + ")");
+  }
 }
 
 void check_messenger_and_connectors(checker& c) {
@@ -213,6 +250,14 @@ void check_messenger_and_connectors(checker& c) {
     if (cn.type == connector_type::http && cn.enabled && !s.http.enabled)
       c.error(c.where({prefix + ".type", prefix}), prefix + ".type",
               "an 'http' connector requires http.enabled = true");
+    if ((cn.type == connector_type::http || cn.type == connector_type::telegram)
+        && cn.endpoint_identity.empty())
+      c.error(c.where({prefix + ".type", prefix}),
+              prefix + ".endpoint_identity",
+              std::string{"a '"} + to_string(cn.type)
+                + "' connector requires an endpoint_identity");
+    if (cn.type == connector_type::telegram && cn.enabled)
+      check_telegram_connector(c, cn, prefix);
     c.unique_name(s.connectors, i, "connector", "connector");
   }
 }

@@ -25,6 +25,8 @@ void global_init() {
 
 CURLcode run(CURLM* multi, CURL* easy, const std::atomic<bool>* cancel,
              std::string& error) {
+  if (cancelled(cancel))
+    return CURLE_ABORTED_BY_CALLBACK; // before anything is sent
   curl_easy_setopt(easy, CURLOPT_NOPROGRESS, 0L);
   curl_easy_setopt(easy, CURLOPT_XFERINFOFUNCTION, on_progress);
   curl_easy_setopt(easy, CURLOPT_XFERINFODATA,

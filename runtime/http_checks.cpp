@@ -18,6 +18,16 @@ bool bearer_matches(std::string_view expected,
   return diff == 0;
 }
 
+bool secret_matches(std::string_view expected,
+                    std::optional<std::string_view> given) {
+  if (expected.empty() || !given || given->size() != expected.size())
+    return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < expected.size(); ++i)
+    diff |= static_cast<unsigned char>((*given)[i] ^ expected[i]);
+  return diff == 0;
+}
+
 bool is_json_media_type(std::string_view value) {
   auto type = value.substr(0, value.find(';'));
   while (!type.empty() && type.back() == ' ')

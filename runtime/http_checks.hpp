@@ -21,6 +21,11 @@ namespace butlers {
 bool bearer_matches(std::string_view expected,
                     std::optional<std::string_view> authorization);
 
+/// True when `given` is `expected`, compared in constant time (a webhook's
+/// shared secret); false when either is missing or `expected` is empty.
+bool secret_matches(std::string_view expected,
+                    std::optional<std::string_view> given);
+
 /// True for `application/json`, in any case, with or without parameters.
 bool is_json_media_type(std::string_view value);
 

@@ -167,6 +167,43 @@ http_failure classify(CURLcode code, const transfer& t) {
   }
 }
 
+using slist_ptr = std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)>;
+
+void append(slist_ptr& list, const std::string& line) {
+  auto* head = curl_slist_append(list.get(), line.c_str());
+  if (head == nullptr)
+    throw std::bad_alloc{};
+  (void)list.release(); // now part of `head`
+  list.reset(head);
+}
+
+/// The request's headers as curl takes them, into `out`; the name of the
+/// first header that would break the framing (CR, LF, ':' in a name), or
+/// "" when all are fine.
+std::string header_lines(const http_request& req, slist_ptr& out) {
+  bool expect_set = false;
+  for (auto& [name, value] : req.headers) {
+    if (name.empty() || has_crlf(name) || has_crlf(value)
+        || name.find(':') != std::string::npos) {
+      std::string shown = name.empty() ? "(empty)" : name.substr(0, 100);
+      for (auto& c : shown)
+        if (c == '\r' || c == '\n')
+          c = '?';
+      return shown;
+    }
+    std::string n = name;
+    for (auto& c : n)
+      c = lower(c);
+    expect_set = expect_set || n == "expect";
+    // "Name;" is curl's way to send a header with an empty value.
+    append(out, value.empty() ? name + ";" : name + ": " + value);
+  }
+  // No "Expect: 100-continue" round trip before big bodies.
+  if (!expect_set)
+    append(out, "Expect:");
+  return {};
+}
+
 // -- the pool -----------------------------------------------------------------
 
 /// An easy handle and the multi handle that runs it and owns its
@@ -363,40 +400,13 @@ http_response http_client::perform(const http_request& req,
   try {
     if (impl_->share == nullptr)
       return fail(http_failure::other, "curl_share_init failed");
-    // Every header line is ours to frame: CR or LF would smuggle another.
-    std::unique_ptr<curl_slist, void (*)(curl_slist*)>
-      headers{nullptr, curl_slist_free_all};
-    bool expect_set = false;
-    for (auto& [name, value] : req.headers) {
-      if (name.empty() || has_crlf(name) || has_crlf(value)
-          || name.find(':') != std::string::npos)
-        return fail(http_failure::other,
-                    "bad request header '" + std::string{trim(name)} + "'");
-      std::string n = name;
-      for (auto& c : n)
-        c = lower(c);
-      expect_set = expect_set || n == "expect";
-      // "Name;" is curl's way to send a header with an empty value.
-      auto line = value.empty() ? name + ";" : name + ": " + value;
-      auto* more = curl_slist_append(headers.get(), line.c_str());
-      if (more == nullptr)
-        throw std::bad_alloc{};
-      headers.release();
-      headers.reset(more);
-    }
-    if (!expect_set) {
-      // No "Expect: 100-continue" round trip before big bodies.
-      auto* more = curl_slist_append(headers.get(), "Expect:");
-      if (more == nullptr)
-        throw std::bad_alloc{};
-      headers.release();
-      headers.reset(more);
-    }
+    slist_ptr headers{nullptr, curl_slist_free_all};
+    if (auto bad = header_lines(req, headers); !bad.empty())
+      return fail(http_failure::other, "bad request header '" + bad + "'");
     auto origin = origin_of(req.url);
     auto e = impl_->acquire(origin);
     if (!e)
       return fail(http_failure::other, "curl_easy_init failed");
-    curl_easy_reset(e->easy);
     transfer t{&req, &res};
     char errbuf[CURL_ERROR_SIZE] = {0};
     impl_->configure(e->easy, req, headers.get(), t, errbuf);
@@ -407,8 +417,9 @@ http_response http_client::perform(const http_request& req,
     long connects = 0;
     curl_easy_getinfo(e->easy, CURLINFO_NUM_CONNECTS, &connects);
     impl_->opened += static_cast<size_t>(std::max(connects, 0L));
-    // errbuf belongs to this frame: curl must not keep it.
-    curl_easy_setopt(e->easy, CURLOPT_ERRORBUFFER, nullptr);
+    // Forget this call's buffers and callbacks (and detach the share); the
+    // connection stays in the entry's multi handle.
+    curl_easy_reset(e->easy);
     e->origin = origin;
     impl_->release(std::move(e));
     res.status = static_cast<int>(status);

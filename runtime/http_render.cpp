@@ -318,6 +318,45 @@ http_reply read_reply(const named_result& r, butlers_errc missing_code,
   return json_reply(200, r.rows[0][0]);
 }
 
+// -- connectors
+// -----------------------------------------------------------------
+
+http_reply no_connector_reply(std::string_view what, std::string_view name) {
+  return error_reply(butlers_errc::not_found,
+                     "no enabled " + std::string{what} + " connector '"
+                       + std::string{name} + "' runs on this node");
+}
+
+http_reply connector_down_reply(std::string_view name) {
+  return error_reply(butlers_errc::target_unavailable,
+                     "connector '" + std::string{name}
+                       + "' is not running right now (restarting)");
+}
+
+http_reply webhook_secret_reply() {
+  auto r = error_reply(butlers_errc::unauthorized,
+                       "missing or wrong X-Telegram-Bot-Api-Secret-Token");
+  r.bearer_challenge = false;
+  return r;
+}
+
+http_reply webhook_ack_reply(std::string_view status,
+                             std::string_view request_id,
+                             std::string_view reason) {
+  std::string body = R"({"ok":true,"status":)";
+  body += json::quote(status);
+  if (!request_id.empty()) {
+    body += R"(,"request_id":)";
+    body += json::quote(request_id);
+  }
+  if (!reason.empty()) {
+    body += R"(,"reason":)";
+    body += json::quote(reason);
+  }
+  body += '}';
+  return json_reply(200, std::move(body));
+}
+
 // -- event streams ------------------------------------------------------------
 
 std::string stream_greeting(std::string_view thread_id) {

@@ -164,6 +164,27 @@ http_reply run_cancel_reply(uint32_t n);
 http_reply read_reply(const named_result& r, butlers_errc missing_code,
                       const std::string& missing);
 
+// -- connectors (README "Connectors") -----------------------------------------
+
+/// 404 for a connector route naming no enabled connector of that kind on
+/// this node (`what`: "telegram webhook", "http").
+http_reply no_connector_reply(std::string_view what, std::string_view name);
+
+/// 503 while the connector's group restarts (or before it started).
+http_reply connector_down_reply(std::string_view name);
+
+/// 401 for a Telegram webhook request without the connector's secret
+/// token in `X-Telegram-Bot-Api-Secret-Token` (no bearer challenge).
+http_reply webhook_secret_reply();
+
+/// 200 to Telegram: the Update is stored (`status` "accepted" or
+/// "deduped", with its `request_id`), or acknowledged without being stored
+/// ("ignored", "invalid", with the `reason`): retrying could not change
+/// that, and Telegram retries anything but a 2xx.
+http_reply webhook_ack_reply(std::string_view status,
+                             std::string_view request_id,
+                             std::string_view reason = {});
+
 // -- event streams ------------------------------------------------------------
 
 /// The comment that opens an event stream (summary, or one thread's).

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
-#include <cstring>
 #include <memory>
 
 #include "runtime/curl_support.hpp"
@@ -47,7 +46,7 @@ struct upload {
 size_t on_read(char* buf, size_t size, size_t n, void* user) {
   auto& u = *static_cast<upload*>(user);
   size_t k = std::min(size * n, u.data.size() - u.pos);
-  std::memcpy(buf, u.data.data() + u.pos, k);
+  u.data.copy(buf, k, u.pos); // raw bytes, no terminator wanted
   u.pos += k;
   return k;
 }

@@ -12,30 +12,10 @@ namespace butlers::test {
 namespace {
 
 using rapidjson::Value;
+using telegram_detail::as_int;
 using telegram_detail::failure;
 using telegram_detail::lower;
 using telegram_detail::member;
-
-std::optional<int64_t> as_int(const Value* v) {
-  if (v == nullptr)
-    return std::nullopt;
-  if (v->IsInt64())
-    return v->GetInt64();
-  if (v->IsString()) {
-    std::string s = v->GetString();
-    if (s.empty() || s.size() > 20)
-      return std::nullopt;
-    size_t pos = 0;
-    try {
-      auto n = std::stoll(s, &pos);
-      if (pos == s.size())
-        return n;
-    } catch (const std::exception&) {
-      return std::nullopt;
-    }
-  }
-  return std::nullopt;
-}
 
 std::string nginx_page(int status) {
   std::string line = std::to_string(status) + " " + reason_phrase(status);
@@ -184,11 +164,13 @@ telegram_fault telegram_fault::lost_reply(std::chrono::milliseconds hold) {
 
 fake_telegram::fake_telegram(fake_telegram_options options)
   : options_(std::move(options)), next_update_id_(options_.first_update_id),
-    server_([this](loopback_connection& conn) {
-      serve_http(conn, [this](const http_request_in& req) {
-        return handle(req);
-      });
-    }) {
+    server_(
+      [this](loopback_connection& conn) {
+        serve_http(conn, [this](const http_request_in& req) {
+          return handle(req);
+        });
+      },
+      options_.port) {
   // nop
 }
 
@@ -312,7 +294,7 @@ void fake_telegram::hold(std::chrono::milliseconds how_long) {
 std::optional<telegram_fault> fake_telegram::take_fault(
   const std::string& method) {
   std::lock_guard<std::mutex> guard{mtx_};
-  for (auto key : {lower(method), std::string{"*"}}) {
+  for (const auto& key : {lower(method), std::string{"*"}}) {
     auto i = faults_.find(key);
     if (i != faults_.end() && !i->second.empty()) {
       auto f = std::move(i->second.front());
@@ -362,6 +344,13 @@ void fake_telegram::remember_update(std::string_view update_json) {
     throw std::invalid_argument{"remember_update: not a JSON object"};
   std::lock_guard<std::mutex> guard{mtx_};
   learn(doc);
+}
+
+int64_t fake_telegram::next_message_id(int64_t chat_id) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  auto& next = next_message_id_[chat_id];
+  next = std::max<int64_t>(next, 1);
+  return next++;
 }
 
 size_t fake_telegram::pending_updates() const {
@@ -473,6 +462,11 @@ std::vector<std::string> fake_telegram::reactions_of(int64_t chat_id,
 std::string fake_telegram::webhook_url() const {
   std::lock_guard<std::mutex> guard{mtx_};
   return webhook_url_;
+}
+
+std::string fake_telegram::webhook_secret() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return webhook_secret_;
 }
 
 // -- what the fake knows

@@ -139,6 +139,8 @@ struct telegram_sent_message {
 };
 
 struct fake_telegram_options {
+  /// The port on 127.0.0.1; 0 (tests): an ephemeral one.
+  uint16_t port = 0;
   /// The only token accepted (`/bot<token>/...`); its digits before ':' are
   /// the bot's user id, as with real tokens.
   std::string token = "123456789:AAH-fake-token-for-butlers-tests";
@@ -191,6 +193,11 @@ class fake_telegram {
   /// Makes an Update's chat and message known without queueing it (for
   /// Updates a test posts to a node's webhook itself).
   void remember_update(std::string_view update_json);
+
+  /// Reserves the next message_id in `chat_id` (message ids count up per
+  /// chat, shared by the users' messages and the bot's), for building an
+  /// Update whose message does not collide with one the bot sent.
+  int64_t next_message_id(int64_t chat_id);
 
   /// Updates queued and not yet confirmed by an offset.
   size_t pending_updates() const;
@@ -251,6 +258,9 @@ class fake_telegram {
 
   /// The URL of the last setWebhook ("" when none or deleted).
   std::string webhook_url() const;
+
+  /// The secret_token of the last setWebhook ("" when none or deleted).
+  std::string webhook_secret() const;
 
  private:
   struct stored_update {

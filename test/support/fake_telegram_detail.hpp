@@ -3,6 +3,8 @@
 // Helpers shared by fake_telegram.cpp and fake_telegram_methods.cpp.
 
 #include <cctype>
+#include <cstdint>
+#include <exception>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -29,6 +31,28 @@ inline const rapidjson::Value* member(const rapidjson::Value& obj,
     rapidjson::Value{name.data(),
                      static_cast<rapidjson::SizeType>(name.size())});
   return i == obj.MemberEnd() ? nullptr : &i->value;
+}
+
+/// A JSON integer, or a string holding one (form and query parameters).
+inline std::optional<int64_t> as_int(const rapidjson::Value* v) {
+  if (v == nullptr)
+    return std::nullopt;
+  if (v->IsInt64())
+    return v->GetInt64();
+  if (v->IsString()) {
+    std::string s = v->GetString();
+    if (s.empty() || s.size() > 20)
+      return std::nullopt;
+    size_t pos = 0;
+    try {
+      auto n = std::stoll(s, &pos);
+      if (pos == s.size())
+        return n;
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
 }
 
 /// `{"ok":true,"result":<result>}`.

@@ -15,6 +15,7 @@ namespace butlers::test {
 namespace {
 
 using rapidjson::Value;
+using telegram_detail::as_int;
 using telegram_detail::failure;
 using telegram_detail::lower;
 using telegram_detail::member;
@@ -45,6 +46,13 @@ std::optional<rapidjson::Document> structured(const Value* v) {
     doc.CopyFrom(*v, doc.GetAllocator());
   }
   return doc;
+}
+
+/// Why a call has no usable chat_id: none given, or a "@username" (the
+/// fake knows chats by id only).
+std::string no_chat(const telegram_call& c) {
+  return c.param("chat_id") == nullptr ? "Bad Request: chat_id is empty"
+                                       : "Bad Request: chat not found";
 }
 
 } // namespace
@@ -132,7 +140,7 @@ fake_telegram::method_result fake_telegram::send_message(
   const telegram_call& c) {
   auto chat_id = c.int_param("chat_id");
   if (!chat_id)
-    return {400, failure(400, "Bad Request: chat_id is empty")};
+    return {400, failure(400, no_chat(c))};
   auto text = c.string_param("text").value_or("");
   if (trim(text).empty())
     return {400, failure(400, "Bad Request: message text is empty")};
@@ -145,8 +153,8 @@ fake_telegram::method_result fake_telegram::send_message(
   std::optional<int64_t> reply_to = c.int_param("reply_to_message_id");
   bool without_reply = truthy(c.param("allow_sending_without_reply"));
   if (auto rp = structured(c.param("reply_parameters")); rp) {
-    if (auto id = member(*rp, "message_id"); id && id->IsInt64())
-      reply_to = id->GetInt64();
+    if (auto id = as_int(member(*rp, "message_id")))
+      reply_to = id;
     without_reply = truthy(member(*rp, "allow_sending_without_reply"));
   }
   std::lock_guard<std::mutex> guard{mtx_};
@@ -165,7 +173,7 @@ fake_telegram::method_result fake_telegram::send_message(
   sent.chat_id = *chat_id;
   auto& next = next_message_id_[*chat_id];
   next = std::max<int64_t>(next, 1);
-  sent.message_id = next++;
+  sent.message_id = next++; // next_message_id() without the second lock
   sent.text = text;
   sent.reply_to_message_id = reply_to;
   sent.parse_mode = parse_mode;
@@ -190,7 +198,7 @@ fake_telegram::method_result fake_telegram::set_message_reaction(
   const telegram_call& c) {
   auto chat_id = c.int_param("chat_id");
   if (!chat_id)
-    return {400, failure(400, "Bad Request: chat_id is empty")};
+    return {400, failure(400, no_chat(c))};
   auto message_id = c.int_param("message_id");
   if (!message_id)
     return {400, failure(400, "Bad Request: message_id is empty")};

@@ -46,7 +46,8 @@ void loopback_connection::shutdown() {
 
 // -- server -------------------------------------------------------------------
 
-loopback_server::loopback_server(handler h) : handler_(std::move(h)) {
+loopback_server::loopback_server(handler h, uint16_t port)
+  : handler_(std::move(h)) {
   listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (listen_fd_ < 0)
     throw std::runtime_error{std::string{"socket: "} + std::strerror(errno)};
@@ -55,7 +56,7 @@ loopback_server::loopback_server(handler h) : handler_(std::move(h)) {
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
+  addr.sin_port = htons(port);
   socklen_t len = sizeof(addr);
   if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0
       || ::listen(listen_fd_, 64) != 0

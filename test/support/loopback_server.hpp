@@ -49,8 +49,9 @@ class loopback_server {
  public:
   using handler = std::function<void(loopback_connection&)>;
 
-  /// Binds and listens; throws std::runtime_error when it cannot.
-  explicit loopback_server(handler h);
+  /// Binds 127.0.0.1:`port` (0: an ephemeral one) and listens; throws
+  /// std::runtime_error when it cannot.
+  explicit loopback_server(handler h, uint16_t port = 0);
   /// Same as stop().
   ~loopback_server();
 

@@ -1134,6 +1134,63 @@ channels = []
                          .reads("node.toml:5:1: messenger.adapter[1].path: an "
                                 "'outbox' adapter requires a path"),
                        err("messenger.adapter[2].channels")})),
+  in_order(validating("telegram_connectors_need_their_secrets", R"([[connector]]
+name = "hook"
+type = "telegram"
+endpoint_identity = "bot"
+[[connector]]
+name = "poller"
+type = "telegram"
+mode = "poll"
+endpoint_identity = "bot"
+[[connector]]
+name = "bad-secret"
+type = "telegram"
+endpoint_identity = "bot"
+secret_token = "has spaces"
+[[connector]]
+name = "nobody"
+type = "telegram"
+secret_token = "ok"
+[[connector]]
+name = "off"
+type = "telegram"
+enabled = false
+endpoint_identity = "bot"
+)",
+                      4,
+                      {err("connector[0].secret_token")
+                         .reads("node.toml:3:1: connector[0].secret_token: a "
+                                "telegram webhook connector requires a "
+                                "secret_token (or "
+                                "BUTLERS_CONNECTOR_HOOK_SECRET_TOKEN); pass "
+                                "the same value to setWebhook"),
+                       err("connector[1].token")
+                         .at(8)
+                         .has("BUTLERS_CONNECTOR_POLLER_TOKEN"),
+                       err("connector[2].secret_token")
+                         .at(14)
+                         .has("A-Z, a-z, 0-9, _ and -"),
+                       err("connector[3].endpoint_identity")
+                         .has("requires an endpoint_identity")})),
+  validating("telegram_webhook_needs_the_http_server", R"([http]
+enabled = false
+[[connector]]
+name = "hook"
+type = "telegram"
+endpoint_identity = "bot"
+secret_token = "abc"
+)",
+             1, {err("connector[0].mode").has("requires http.enabled = true")}),
+  parsing("connector_api_base_is_an_http_url", R"([[connector]]
+name = "t"
+type = "telegram"
+mode = "poll"
+token = "1:x"
+endpoint_identity = "bot"
+api_base = "ftp://x/"
+)",
+          1, {err("connector[0].api_base").has("expected http://")}),
   validating("router_command_needs_a_program", R"([router]
 kind = "cli"
 command = ["", "-p"]
@@ -1428,6 +1485,27 @@ TEST(config, env_overrides_apply) {
   EXPECT_EQ(s.http.token, "tok");
   EXPECT_EQ(s.http.port, 9123);
   EXPECT_EQ(s.positions.count("http.port"), 0u);
+}
+
+TEST(config, env_overrides_give_connectors_their_secrets) {
+  auto res = parse_config("[[connector]]\nname = \"tg-main\"\ntype = "
+                          "\"telegram\"\nendpoint_identity = \"bot\"\n"
+                          "token = \"in-file\"\n",
+                          "node.toml");
+  ASSERT_TRUE(res.settings) << dump(res.errors);
+  auto s = *res.settings;
+  EXPECT_EQ(connector_env_name("tg-main", "TOKEN"),
+            "BUTLERS_CONNECTOR_TG_MAIN_TOKEN");
+  auto errors = apply_env_overrides(
+    s, fake_env({{"BUTLERS_CONNECTOR_TG_MAIN_TOKEN", "123:abc"},
+                 {"BUTLERS_CONNECTOR_TG_MAIN_SECRET_TOKEN", "zq-secret-9"}}));
+  EXPECT_TRUE(errors.empty()) << dump(errors);
+  EXPECT_EQ(s.connectors[0].token, "123:abc");
+  EXPECT_EQ(s.connectors[0].secret_token, "zq-secret-9");
+  EXPECT_TRUE(validate_settings(s).empty()) << dump(validate_settings(s));
+  auto printed = to_toml(s);
+  EXPECT_FALSE(contains(printed, "123:abc")) << printed;
+  EXPECT_FALSE(contains(printed, "zq-secret-9")) << printed;
 }
 
 TEST(config, env_overrides_absent_or_empty_change_nothing) {

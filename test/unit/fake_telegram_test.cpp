@@ -205,6 +205,7 @@ TEST_F(fake_telegram_test, get_updates_is_409_while_a_webhook_is_set) {
               .status,
             200);
   EXPECT_EQ(tg.webhook_url(), "https://example.org/hook");
+  EXPECT_EQ(tg.webhook_secret(), "s");
   EXPECT_EQ(call("getUpdates", "{}").status, 409);
   EXPECT_EQ(call("deleteWebhook", "{}").status, 200);
   EXPECT_EQ(call("getUpdates", "{}").status, 200);
@@ -259,6 +260,13 @@ TEST_F(
   EXPECT_EQ(sent[0].reply_to_message_id, 7);
   EXPECT_EQ(sent[1].reply_to_message_id, 8);
   EXPECT_EQ(sent[1].message_id, sent[0].message_id + 1);
+  // The users' messages and the bot's share one sequence per chat.
+  EXPECT_EQ(tg.next_message_id(42), sent[1].message_id + 1);
+  telegram::message_spec m;
+  m.chat_id = 42;
+  m.message_id = 100;
+  tg.push_update(telegram::message_update(m));
+  EXPECT_EQ(tg.next_message_id(42), 101);
 }
 
 TEST_F(fake_telegram_test, text_over_4096_code_points_is_too_long) {
@@ -277,6 +285,19 @@ TEST_F(fake_telegram_test, text_over_4096_code_points_is_too_long) {
     R"({"ok":false,"error_code":400,"description":"Bad Request: message is too long"})");
   EXPECT_EQ(call("sendMessage", body("  \n")).status, 400);
   EXPECT_EQ(tg.messages_to(5).size(), 1u);
+}
+
+TEST_F(fake_telegram_test, a_missing_or_non_numeric_chat_id_is_400) {
+  auto r = call("sendMessage", R"({"text":"to whom?"})");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("chat_id is empty"), std::string::npos);
+  r = call("sendMessage", R"({"chat_id":"@somechannel","text":"hi"})");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("chat not found"), std::string::npos);
+  // A numeric string is a chat id, as Telegram takes it.
+  EXPECT_EQ(call("sendMessage", R"({"chat_id":"-100123","text":"hi"})").status,
+            200);
+  EXPECT_EQ(tg.messages_to(-100123).size(), 1u);
 }
 
 TEST_F(fake_telegram_test, a_blocked_chat_is_403_forbidden) {

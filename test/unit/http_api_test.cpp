@@ -84,7 +84,7 @@ struct HttpApi : test::deterministic_fixture {
     // server's route table does.
     path_pattern route{pattern};
     ASSERT_TRUE(route.match(segments, params));
-    (api.*handler)(http_call{method, path, query, type, body}, out, params);
+    (api.*handler)(http_call{method, path, query, type, body, {}}, out, params);
     sched.run();
   }
 

@@ -493,6 +493,7 @@ TEST(http_client, is_safe_to_share_between_threads) {
   constexpr int threads = 6;
   constexpr int each = 20;
   std::vector<std::future<int>> done;
+  done.reserve(threads);
   for (int t = 0; t < threads; ++t)
     done.push_back(std::async(std::launch::async, [&, t] {
       int good = 0;

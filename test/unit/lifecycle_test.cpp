@@ -131,7 +131,8 @@ const char* telegram_file = R"(
 name = "bot"
 type = "telegram"
 endpoint_identity = "butlers_test_bot"
-api_base = "http://127.0.0.1:9/"
+mode = "poll"
+api_base = "http://127.0.0.1:9"
 
 [[messenger.adapter]]
 kind = "telegram"
@@ -175,7 +176,7 @@ TEST(TelegramConfig, AnAdapterTakesItsConnectorsTokenAndReactions) {
   EXPECT_TRUE(errors.empty());
   EXPECT_TRUE(validate_settings(s).empty());
   EXPECT_EQ(s.connectors[0].token, "123:abc");
-  EXPECT_EQ(s.connectors[0].api_base, "http://127.0.0.1:9/");
+  EXPECT_EQ(s.connectors[0].api_base, "http://127.0.0.1:9");
   auto& a = s.messenger.adapters[0];
   EXPECT_EQ(a.kind, adapter_kind::telegram);
   EXPECT_EQ(a.connector, "bot");
@@ -236,12 +237,6 @@ TEST(TelegramConfig, TheConnectorMustExistBeTelegramAndHaveAToken) {
   std::string channels = telegram_file;
   channels.replace(channels.find("timeout_ms"), 0, "channels = [\"email\"]\n");
   EXPECT_EQ(errors_of(channels).count("messenger.adapter[0].channels"), 1u);
-}
-
-TEST(TelegramConfig, TheTokenVariableIsNamedAfterTheConnector) {
-  EXPECT_EQ(connector_token_env("bot"), "BUTLERS_CONNECTOR_BOT_TOKEN");
-  EXPECT_EQ(connector_token_env("my-bot_2"),
-            "BUTLERS_CONNECTOR_MY_BOT_2_TOKEN");
 }
 
 } // namespace

@@ -1,0 +1,79 @@
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include <caf/fwd.hpp>
+
+#include "actors/http_api.hpp"
+#include "actors/node_context.hpp"
+#include "runtime/config.hpp"
+#include "runtime/connector_ingest.hpp"
+#include "runtime/connector_metrics.hpp"
+
+namespace butlers {
+
+/// The HTTP routes that feed connectors (README "Connectors"), checked and
+/// mapped on the HTTP thread, then handed to the connector actor (its
+/// in-flight limit, its metrics, the switchboard's ingest path), whose
+/// answer after the commit completes the response:
+///
+/// - `POST /v1/connectors/{name}/webhook`, a `telegram` connector in
+///   `webhook` mode: no bearer token (Telegram cannot send one), but the
+///   connector's `secret_token` in `X-Telegram-Bot-Api-Secret-Token`
+///   (401 otherwise, nothing stored). The Update is mapped to ingest.v1
+///   (runtime/telegram_update.hpp); 200 once stored or deduplicated, 200
+///   for what can never be stored (ignored kinds, malformed Updates: counted
+///   and logged, so Telegram, which retries every non-2xx, does not send
+///   garbage forever), 429 at `max_in_flight`, 503 while the database or
+///   the switchboard is away or the node drains, 504 past
+///   `http.request_timeout_ms` (Telegram retries; dedupe absorbs a late
+///   commit).
+/// - `POST /v1/connectors/{name}/ingest`, an `http` connector: POST
+///   /v1/ingest (bearer token, the same body, answers and statuses) with the
+///   connector's own `max_in_flight` (429) and metrics, and every
+///   envelope's `source.endpoint_identity` held to the connector's (400
+///   otherwise).
+class connector_api {
+ public:
+  /// `settings` and `ctx` outlive this.
+  connector_api(caf::actor_system& sys, const node_settings& settings,
+                node_context_ptr ctx);
+
+  /// POST /v1/connectors/{name}/webhook.
+  void telegram_webhook(const http_call& call, http_responder& out,
+                        const path_params& p);
+
+  /// POST /v1/connectors/{name}/ingest.
+  void ingest(const http_call& call, http_responder& out, const path_params& p);
+
+  /// Anything else under /v1/connectors/.
+  void other(const http_call& call, http_responder& out, const path_params& p);
+
+ private:
+  /// An enabled connector this node runs.
+  struct entry {
+    connector_config cfg;
+    connector_metrics metrics;
+    connector_ingest_rules rules;
+  };
+
+  /// The enabled connector `name` of `type`; null when there is none.
+  const entry* find(std::string_view name, connector_type type) const;
+
+  /// Hands `rec` to the connector and answers with `render` of its result,
+  /// or `fail` of its error.
+  void submit(const entry& e, inbox_record rec, http_responder& out,
+              std::function<http_reply(const append_result&)> render,
+              std::function<http_reply(const caf::error&)> fail);
+
+  caf::actor_system& sys_;
+  const node_settings& settings_;
+  node_context_ptr ctx_;
+  std::map<std::string, entry, std::less<>> entries_;
+};
+
+} // namespace butlers

@@ -1,0 +1,42 @@
+#include "runtime/connector_sources.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "runtime/jsonl_source.hpp"
+#include "runtime/telegram_poll.hpp"
+
+namespace butlers {
+
+std::unique_ptr<connector_source> make_connector_source(
+  const connector_config& cfg, const connector_source_limits& limits) {
+  switch (cfg.type) {
+    case connector_type::http: return nullptr;
+    case connector_type::telegram: {
+      if (cfg.mode == connector_mode::webhook)
+        return nullptr;
+      telegram_poll_source::options o;
+      o.name = cfg.name;
+      o.api_base = cfg.api_base;
+      o.token = cfg.token;
+      o.endpoint_identity = cfg.endpoint_identity;
+      o.poll_timeout_s = cfg.poll_timeout_s;
+      o.batch = cfg.max_in_flight;
+      return std::make_unique<telegram_poll_source>(std::move(o));
+    }
+    case connector_type::jsonl: {
+      jsonl_source::options o;
+      o.name = cfg.name;
+      o.path = cfg.path;
+      o.poll = std::chrono::milliseconds{cfg.poll_ms};
+      o.batch = cfg.max_in_flight;
+      o.max_line_bytes = limits.max_envelope_bytes;
+      return std::make_unique<jsonl_source>(std::move(o));
+    }
+    case connector_type::maildir: break;
+  }
+  spdlog::error("connector {}: {} sources are not part of this build", cfg.name,
+                to_string(cfg.type));
+  return nullptr;
+}
+
+} // namespace butlers

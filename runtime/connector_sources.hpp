@@ -1,0 +1,28 @@
+#pragma once
+
+// The one place that knows which source each connector type runs. Adding a
+// polling connector type is a `connector_source` subclass in its own file
+// and one case here.
+
+#include <cstddef>
+#include <memory>
+
+#include "runtime/config.hpp"
+#include "runtime/connector_source.hpp"
+
+namespace butlers {
+
+/// What every source is bound by beyond its own `[[connector]]` table.
+struct connector_source_limits {
+  /// `http.max_body_bytes`: the largest envelope (a longer JSONL line, a
+  /// bigger mail is invalid).
+  size_t max_envelope_bytes = size_t{1} << 20;
+};
+
+/// The source a connector of `cfg.type` (and `cfg.mode`) runs on its own
+/// thread, or null for a connector the HTTP server feeds (a Telegram
+/// webhook, an `http` connector).
+std::unique_ptr<connector_source> make_connector_source(
+  const connector_config& cfg, const connector_source_limits& limits);
+
+} // namespace butlers
