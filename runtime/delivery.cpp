@@ -5,6 +5,7 @@
 
 #include "runtime/json.hpp"
 #include "runtime/outbox.hpp"
+#include "runtime/telegram_adapter.hpp"
 #include "runtime/webhook.hpp"
 
 namespace butlers {
@@ -123,16 +124,29 @@ void outbox_adapter::post(const notify_view&, const std::string& notify,
 
 // -- plans --------------------------------------------------------------------
 
-delivery_adapter_ptr make_delivery_adapter(const delivery_adapter_config& cfg) {
-  if (cfg.kind == adapter_kind::webhook)
-    return std::make_shared<webhook_adapter>(cfg);
-  if (cfg.kind == adapter_kind::smtp)
-    return std::make_shared<smtp_adapter>(cfg);
+delivery_adapter_ptr make_delivery_adapter(
+  const delivery_adapter_config& cfg,
+  const std::vector<connector_config>& connectors) {
+  switch (cfg.kind) {
+    case adapter_kind::webhook: return std::make_shared<webhook_adapter>(cfg);
+    case adapter_kind::telegram: {
+      telegram_endpoint ep;
+      for (auto& cn : connectors)
+        if (cn.name == cfg.connector) {
+          ep.api_base = cn.api_base;
+          ep.token = cn.token;
+        }
+      return std::make_shared<telegram_adapter>(cfg, std::move(ep));
+    }
+    case adapter_kind::smtp: return std::make_shared<smtp_adapter>(cfg);
+    case adapter_kind::outbox: break;
+  }
   return std::make_shared<outbox_adapter>(cfg);
 }
 
 std::vector<delivery_adapter_ptr> make_delivery_adapters(
-  const std::vector<delivery_adapter_config>& configured) {
+  const std::vector<delivery_adapter_config>& configured,
+  const std::vector<connector_config>& connectors) {
   std::vector<delivery_adapter_ptr> out;
   if (configured.empty()) {
     delivery_adapter_config outbox;
@@ -141,7 +155,7 @@ std::vector<delivery_adapter_ptr> make_delivery_adapters(
     out.push_back(make_delivery_adapter(outbox));
   }
   for (auto& cfg : configured)
-    out.push_back(make_delivery_adapter(cfg));
+    out.push_back(make_delivery_adapter(cfg, connectors));
   return out;
 }
 

@@ -155,14 +155,17 @@ class smtp_adapter final : public delivery_adapter {
 
 using delivery_adapter_ptr = std::shared_ptr<const delivery_adapter>;
 
-/// The adapter `cfg.kind` names ("webhook", "smtp" or "outbox"; the config
-/// was validated, so anything else is an outbox).
-delivery_adapter_ptr make_delivery_adapter(const delivery_adapter_config& cfg);
+/// The adapter `cfg.kind` names; a telegram adapter takes the token and
+/// api_base of the connector `cfg.connector` names among `connectors`.
+delivery_adapter_ptr make_delivery_adapter(
+  const delivery_adapter_config& cfg,
+  const std::vector<connector_config>& connectors = {});
 
 /// The messenger's adapters, in configured order; none configured means
 /// one outbox, "outbox.jsonl" in the working directory.
 std::vector<delivery_adapter_ptr> make_delivery_adapters(
-  const std::vector<delivery_adapter_config>& configured);
+  const std::vector<delivery_adapter_config>& configured,
+  const std::vector<connector_config>& connectors = {});
 
 /// A notify and the adapters that serve its channel, in configured order.
 struct delivery_plan {

@@ -6,6 +6,7 @@
 // test can inspect, pre-load (to stage a re-run after a crash) or make fail.
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -53,6 +54,13 @@ class fake_delivery_services final : public delivery_services {
   void set_unavailable(bool x) {
     std::lock_guard<std::mutex> guard{mtx_};
     unavailable_ = x;
+  }
+
+  /// Called after each `ledger_begin` has answered (outside the lock), with
+  /// the send: a test stages what happens meanwhile.
+  void on_begin(std::function<void(const outbound_send&)> f) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    on_begin_ = std::move(f);
   }
 
   /// Puts a row in the ledger (a run that died before it recorded a send).
@@ -108,29 +116,14 @@ class fake_delivery_services final : public delivery_services {
   }
 
   ledger_claim ledger_begin(const outbound_send& s) override {
-    std::lock_guard<std::mutex> guard{mtx_};
-    ledger_claim c;
-    if (unavailable_) {
-      c.error = "database unavailable";
-      return c;
+    auto c = begin(s);
+    std::function<void(const outbound_send&)> hook;
+    {
+      std::lock_guard<std::mutex> guard{mtx_};
+      hook = on_begin_;
     }
-    c.ok = true;
-    auto& r = rows_[tuple_of(s.key)];
-    c.prior = r.state;
-    c.provider_id = r.provider_id;
-    if (r.state == ledger_state::none) {
-      r.adapter = s.adapter;
-      r.kind = s.kind;
-      r.rank = s.rank;
-      r.value = s.value;
-    }
-    if (r.state != ledger_state::sent && r.state != ledger_state::skipped)
-      r.state = ledger_state::sending;
-    ++r.attempts;
-    std::tie(c.top_rank, c.top_value) = top(s, s.rank, s.value);
-    c.decision = decide_send(s.kind, c.prior, s.rank, c.top_rank);
-    if (c.decision == send_decision::resend)
-      ++redelivered_;
+    if (hook)
+      hook(s);
     return c;
   }
 
@@ -164,6 +157,33 @@ class fake_delivery_services final : public delivery_services {
   }
 
  private:
+  ledger_claim begin(const outbound_send& s) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    ledger_claim c;
+    if (unavailable_) {
+      c.error = "database unavailable";
+      return c;
+    }
+    c.ok = true;
+    auto& r = rows_[tuple_of(s.key)];
+    c.prior = r.state;
+    c.provider_id = r.provider_id;
+    if (r.state == ledger_state::none) {
+      r.adapter = s.adapter;
+      r.kind = s.kind;
+      r.rank = s.rank;
+      r.value = s.value;
+    }
+    if (r.state != ledger_state::sent && r.state != ledger_state::skipped)
+      r.state = ledger_state::sending;
+    ++r.attempts;
+    std::tie(c.top_rank, c.top_value) = top(s, s.rank, s.value);
+    c.decision = decide_send(s.kind, c.prior, s.rank, c.top_rank);
+    if (c.decision == send_decision::resend)
+      ++redelivered_;
+    return c;
+  }
+
   static key_tuple tuple_of(const outbound_key& k) {
     return {k.request_id, k.segment_id, k.part};
   }
@@ -186,6 +206,7 @@ class fake_delivery_services final : public delivery_services {
 
   mutable std::mutex mtx_;
   bool unavailable_ = false;
+  std::function<void(const outbound_send&)> on_begin_;
   std::map<std::string, std::string> sources_;
   std::map<key_tuple, row> rows_;
   std::vector<dead_letter> dead_;
