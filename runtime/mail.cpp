@@ -13,18 +13,22 @@
 
 namespace butlers {
 
-namespace {
-
-// -- GMime plumbing -----------------------------------------------------------
-
-/// GMime is initialised once per process and never shut down (its tables
-/// live as long as the process; every call below uses objects of its own,
-/// which is how GMime is safe to use from several threads).
-void init_gmime() {
+// GMime is initialised once per process and never shut down (its tables
+// live as long as the process; every call here uses objects of its own,
+// which is how GMime is safe to use from several threads).
+void init_mail_library() {
   static std::once_flag once;
   std::call_once(once, [] {
     g_mime_init();
   });
+}
+
+namespace {
+
+// -- GMime plumbing -----------------------------------------------------------
+
+void init_gmime() {
+  init_mail_library();
 }
 
 struct gobject_unref {

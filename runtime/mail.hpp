@@ -14,6 +14,10 @@
 
 namespace butlers {
 
+/// Initialises GMime, once per process and from any thread; every function
+/// here calls it first, so callers need not.
+void init_mail_library();
+
 /// One mailbox of an address header.
 struct mail_address {
   /// `user@example.org` (the domain lower-cased); never empty.

@@ -134,6 +134,7 @@ std::string lower_ascii(std::string_view s) {
 } // namespace
 
 std::string charset_to_utf8(std::string_view bytes, std::string_view charset) {
+  init_mail_library();
   std::string name = lower_ascii(trim(charset));
   const char* iconv_name = nullptr;
   if (!name.empty()) {
