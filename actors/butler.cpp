@@ -9,6 +9,7 @@
 #include <caf/spawn_options.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/lifecycle.hpp"
 #include "runtime/scripted.hpp"
 #include "runtime/uuid.hpp"
 
@@ -218,6 +219,7 @@ void pump(butler_ptr self) {
       write_outcome(self, std::move(out));
       continue;
     }
+    show_started(self, held);
     auto hdl = st.runner->start(self, held);
     auto item = held.item;
     auto started = held.started;
@@ -381,8 +383,11 @@ void store(butler_ptr self, route_request& req, route_envelope env,
                        started};
         if (held.item.trigger_source == "thread")
           held.steer.observer = reply_to;
+        bool reacts = st.ctx->lifecycle.reacts(held.env.source_channel);
         st.pool->enqueue(std::move(held));
         pump(self);
+        if (reacts)
+          show_waiting(self, resp.work_id);
       }
       update_gauges(self);
       reply(std::move(resp));

@@ -26,6 +26,9 @@ struct butler_params {
   butler_config cfg;
   /// The messenger's channel adapters (used by the messenger only).
   std::vector<delivery_adapter_config> adapters;
+  /// The connectors, whose tokens and API bases the messenger's adapters
+  /// use (the messenger only).
+  std::vector<connector_config> connectors;
   /// Names this node in leases.
   std::string node;
   /// Gets `done_atom, route_response` for every finished work item, after

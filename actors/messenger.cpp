@@ -5,6 +5,7 @@
 #include <caf/actor_cast.hpp>
 #include <caf/spawn_options.hpp>
 
+#include "actors/delivery_services.hpp"
 #include "actors/session.hpp"
 #include "runtime/blocking_pool.hpp"
 #include "runtime/delivery.hpp"
@@ -17,13 +18,13 @@ namespace {
 /// delivery session.
 class delivery_runner final : public work_runner {
  public:
-  delivery_runner(const butler_config& cfg,
-                  const std::vector<delivery_adapter_config>& adapters) {
+  explicit delivery_runner(const butler_params& bp) {
+    auto& cfg = bp.cfg;
     params_.butler = cfg.name;
     params_.runtime = cfg.runtime;
     params_.kind = session_runtime::delivery;
     params_.timeout = std::chrono::seconds{cfg.session_timeout_s};
-    params_.adapters = make_delivery_adapters(adapters);
+    params_.adapters = make_delivery_adapters(bp.adapters, bp.connectors);
     // A job per running session, plus room for those of cancelled
     // sessions still finishing.
     params_.pool = std::make_shared<
@@ -50,6 +51,12 @@ class delivery_runner final : public work_runner {
     auto me = butler_actor{self};
     if (run_without_session(params_, held.item, held.env, me))
       return {};
+    // Adapters that block may read the source message and write the
+    // outbound ledger (from their delivery threads).
+    if (!params_.services)
+      params_.services = make_db_delivery_services(self->system(),
+                                                   self->state.writer,
+                                                   self->state.ctx);
     return self->spawn<caf::linked>(session, params_, held.item, held.env, me,
                                     std::move(held.steer));
   }
@@ -69,7 +76,7 @@ class delivery_runner final : public work_runner {
 butler_actor::behavior_type messenger(butler_ptr self, butler_params params,
                                       inbox_writer_actor writer,
                                       node_context_ptr ctx) {
-  auto runner = std::make_unique<delivery_runner>(params.cfg, params.adapters);
+  auto runner = std::make_unique<delivery_runner>(params);
   return butler_with(self, std::move(params), std::move(writer), std::move(ctx),
                      std::move(runner));
 }

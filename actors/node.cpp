@@ -130,6 +130,7 @@ int run_node(const node_settings& settings) {
   apply_connect_timeout(settings);
   auto ctx = std::make_shared<node_context>();
   ctx->status.database_configured = !settings.database.url.empty();
+  ctx->lifecycle = lifecycle_policy{settings.messenger.adapters};
   ctx->events = std::make_shared<
     event_hub>(settings.threads.max_subscribers,
                settings.threads.subscriber_buffer,

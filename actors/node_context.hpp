@@ -11,6 +11,7 @@
 
 #include "actors/interfaces.hpp"
 #include "runtime/event_hub.hpp"
+#include "runtime/lifecycle.hpp"
 #include "runtime/metrics.hpp"
 #include "runtime/node_status.hpp"
 
@@ -106,6 +107,10 @@ struct node_context {
   /// The thread API's event streams (set by the node before any actor
   /// starts; null when the node serves none).
   std::shared_ptr<event_hub> events;
+
+  /// Which source channels get lifecycle reactions (set by the node from
+  /// the messenger's adapters before any actor starts; none by default).
+  lifecycle_policy lifecycle;
 
  private:
   mutable std::mutex mtx_;

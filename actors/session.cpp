@@ -169,6 +169,24 @@ class cli_adapter final : public session_adapter {
   std::shared_ptr<subprocess> proc_;
 };
 
+/// A delivery on its way to a blocking thread.
+struct delivery_job {
+  delivery_plan plan;
+  route_envelope env;
+  std::shared_ptr<delivery_services> services;
+
+  adapter_result run(const std::atomic<bool>* stop) const {
+    if (!services) {
+      adapter_result a;
+      a.error_class = "internal_error";
+      a.message = "the messenger has no delivery services";
+      return a;
+    }
+    return deliver_blocking(plan, env.notify_request, env.request_id,
+                            env.segment_id, *services, stop);
+  }
+};
+
 /// The messenger's delivery through adapters of which at least one blocks
 /// (a webhook; see run_without_session for the others). Its answer is the
 /// delivery report, and nobody gets a reply to a reply.
@@ -187,12 +205,13 @@ class delivery_session_adapter final : public session_adapter {
       return;
     }
     // This blocks, on a pool thread.
-    auto plan = std::get<delivery_plan>(std::move(planned));
-    auto notify = st.env.notify_request;
+    auto job = std::make_shared<delivery_job>();
+    job->plan = std::get<delivery_plan>(std::move(planned));
+    job->env = st.env;
+    job->services = st.params.services;
     if (auto& pool = st.params.pool) {
-      auto posted = pool->post([plan, notify, stop, me] {
-        caf::anon_send(me, done_atom_v,
-                       deliver_blocking(plan, notify, stop.get()));
+      auto posted = pool->post([job, stop, me] {
+        caf::anon_send(me, done_atom_v, job->run(stop.get()));
       });
       if (!posted) {
         adapter_result a;
@@ -204,12 +223,11 @@ class delivery_session_adapter final : public session_adapter {
       return;
     }
     self->spawn<caf::detached>(
-      [](caf::blocking_actor*, delivery_plan plan, std::string notify,
+      [](caf::blocking_actor*, std::shared_ptr<delivery_job> job,
          std::shared_ptr<std::atomic<bool>> stop, session_actor me) {
-        caf::anon_send(me, done_atom_v,
-                       deliver_blocking(plan, notify, stop.get()));
+        caf::anon_send(me, done_atom_v, job->run(stop.get()));
       },
-      std::move(plan), std::move(notify), stop, me);
+      std::move(job), stop, me);
   }
 
   void stop() override {

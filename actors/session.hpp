@@ -45,6 +45,8 @@ struct session_params {
   /// delivery: the messenger's threads for the blocking sends (null: a
   /// thread of its own per delivery).
   std::shared_ptr<blocking_pool> pool;
+  /// delivery: source messages and the outbound ledger for the adapters.
+  std::shared_ptr<delivery_services> services;
 };
 
 struct session_state;

@@ -119,6 +119,7 @@ void start_group(supervisor_ptr self) {
   for (auto& cfg : hosted_butlers(s)) {
     butler_params params;
     params.adapters = s.messenger.adapters;
+    params.connectors = s.connectors;
     params.node = s.node.name;
     params.cfg = cfg;
     auto hdl = cfg.name == "messenger"

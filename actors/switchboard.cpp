@@ -20,6 +20,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/cli_router.hpp"
+#include "actors/lifecycle.hpp"
 #include "runtime/cli_output.hpp"
 #include "runtime/json.hpp"
 #include "runtime/operator_action.hpp"
@@ -281,51 +282,6 @@ void ingest_records(switchboard_ptr self, std::vector<inbox_record> recs,
       });
 }
 
-// -- the messenger ------------------------------------------------------------
-
-/// Hands a notify.v1 to this node's messenger; `done` gets its response.
-void hand_to_messenger(switchboard_ptr self, std::string notify,
-                       std::function<void(route_response)> done) {
-  auto& st = self->state;
-  std::string envelope;
-  auto parsed = std::make_shared<route_envelope>();
-  auto fresh = make_uuid_v7().to_string();
-  if (auto bad = make_delivery_route(notify, fresh, unix_now_us(), envelope,
-                                     parsed.get())) {
-    st.metrics.notify_rejected->inc();
-    done(make_error_response({}, bad->error_class, bad->message, false));
-    return;
-  }
-  auto messenger = st.ctx->messenger();
-  if (!messenger) {
-    st.metrics.notify_rejected->inc();
-    done(make_error_response({}, "target_unavailable",
-                             "no messenger on this node", true));
-    return;
-  }
-  route_request req{std::move(envelope),
-                    "switchboard",
-                    {},
-                    {},
-                    std::move(parsed)};
-  self->request(messenger, local_call, route_atom_v, std::move(req))
-    .then(
-      [self, done](route_response& r) {
-        if (r.status == "error")
-          self->state.metrics.notify_rejected->inc();
-        else
-          self->state.metrics.notify_handed->inc();
-        done(std::move(r));
-      },
-      [self, done](const caf::error& err) {
-        self->state.metrics.notify_rejected->inc();
-        done(make_error_response({}, "target_unavailable",
-                                 "messenger unreachable: "
-                                   + self->system().render(err),
-                                 true));
-      });
-}
-
 // -- carrying out the tracker's decisions -------------------------------------
 
 /// Fire-and-forget write of a named statement: the writer orders it before
@@ -362,37 +318,41 @@ void forget_request(switchboard_ptr self, const std::string& id) {
 }
 
 /// Writes a finished request's terminal transition (fenced by its lease)
-/// and, when it errored, tells the sender.
+/// once what it owes its sender (error reply, terminal reaction) is with
+/// the messenger (actors/lifecycle.hpp).
 void complete(switchboard_ptr self, finished_request f) {
   auto id = f.context.request_id;
   auto state = f.done.state;
-  self->state.writes.complete(
-    self, std::move(f.done),
-    [self, id, state, notify = std::move(f.notify)](bool applied) {
-      auto& st = self->state;
-      forget_request(self, id);
-      if (!applied) {
-        st.metrics.lease_lost->inc();
-      } else if (state == "parsed") {
-        st.metrics.lifecycle_parsed->inc();
-      } else {
-        st.metrics.lifecycle_errored->inc();
-        hand_to_messenger(self, notify, [id](const route_response& r) {
-          if (r.status == "error")
-            spdlog::warn("request {}: error reply not delivered: {}", id,
-                         r.error_message);
-        });
-      }
-      pump(self);
-    },
-    [self, id](const caf::error& err) {
-      // Still 'progress': the lease expires and the cold path plans the
-      // request again from what is stored.
-      spdlog::warn("request {}: terminal state not written: {}", id,
-                   to_string(err));
-      forget_request(self, id);
-      pump(self);
-    });
+  owe_terminal(self, std::move(f),
+               [self, id, state](completion done, bool owed) {
+                 if (!owed) { // still 'progress': the cold path finishes it
+                              // again
+                   forget_request(self, id);
+                   pump(self);
+                   return;
+                 }
+                 self->state.writes.complete(
+                   self, std::move(done),
+                   [self, id, state](bool applied) {
+                     auto& st = self->state;
+                     forget_request(self, id);
+                     if (!applied)
+                       st.metrics.lease_lost->inc();
+                     else if (state == "parsed")
+                       st.metrics.lifecycle_parsed->inc();
+                     else
+                       st.metrics.lifecycle_errored->inc();
+                     pump(self);
+                   },
+                   [self, id](const caf::error& err) {
+                     // Still 'progress': the lease expires and the cold path
+                     // plans the request again from what is stored.
+                     spdlog::warn("request {}: terminal state not written: {}",
+                                  id, to_string(err));
+                     forget_request(self, id);
+                     pump(self);
+                   });
+               });
 }
 
 void send_dispatch(switchboard_ptr self, dispatch_order d);
@@ -530,6 +490,7 @@ void start_fanout(switchboard_ptr self, inbox_ref ref, claim_result claim,
                   const named_result& rows) {
   auto id = ref.request_id;
   tracker_actions out;
+  show_lifecycle(self, claim.record.context, lifecycle_state::progress);
   self->state.hosts.drop_request(id);
   self->state.tracker->start(std::move(ref), claim.lease_token,
                              std::move(claim.record), rows, unix_now_us(),

@@ -85,11 +85,20 @@ void read_butler(parser& p, const toml::table& t, std::string prefix,
   s.finish();
 }
 
+void read_adapter(parser& p, const toml::table& t, std::string prefix,
+                  delivery_adapter_config& c) {
+  section s{p, t, prefix};
+  read_fields(s, adapter_fields(), c);
+  if (auto r = s.table("reactions", "; write reactions = { progress = "
+                                    "\"…\", ... }"))
+    read_table(p, *r, prefix + ".reactions", reaction_fields(), c.reactions);
+  s.finish();
+}
+
 void read_messenger(parser& p, const toml::table& t, messenger_config& c) {
   section s{p, t, "messenger"};
   read_fields(s, messenger_fields(), c);
-  read_plain_array(s, "adapter", "messenger.adapter", adapter_fields(),
-                   c.adapters);
+  read_array(s, "adapter", "messenger.adapter", c.adapters, read_adapter);
   s.finish();
 }
 
@@ -183,9 +192,13 @@ bool operator==(const butler_config& x, const butler_config& y) {
          && x.schedules == y.schedules;
 }
 
+bool operator==(const reaction_config& x, const reaction_config& y) {
+  return equal_fields(reaction_fields(), x, y);
+}
+
 bool operator==(const delivery_adapter_config& x,
                 const delivery_adapter_config& y) {
-  return equal_fields(adapter_fields(), x, y);
+  return equal_fields(adapter_fields(), x, y) && x.reactions == y.reactions;
 }
 
 bool operator==(const messenger_config& x, const messenger_config& y) {
@@ -378,8 +391,12 @@ std::string to_toml(const node_settings& s) {
       out << "[[butler.schedule]]\n" << print_fields(schedule_fields(), sc);
   }
   out << "\n[messenger]\n" << print_fields(messenger_fields(), s.messenger);
-  for (auto& a : s.messenger.adapters)
+  for (auto& a : s.messenger.adapters) {
     out << "\n[[messenger.adapter]]\n" << print_fields(adapter_fields(), a);
+    if (a.kind == adapter_kind::telegram)
+      out << "[messenger.adapter.reactions]\n"
+          << print_fields(reaction_fields(), a.reactions);
+  }
   for (auto& cn : s.connectors)
     out << "\n[[connector]]\n" << print_fields(connector_fields(), cn);
   return out.str();

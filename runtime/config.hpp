@@ -274,24 +274,47 @@ struct butler_config {
   std::vector<schedule_config> schedules;
 };
 
+/// `[messenger.adapter.reactions]` of a telegram adapter: the emoji of each
+/// lifecycle state (spec 001 §8) set on the source message. Each must be one
+/// of Telegram's reaction emoji (runtime/telegram_reactions.hpp).
+struct reaction_config {
+  /// PROGRESS: received, processing started. Default "👀".
+  std::string progress = "\xf0\x9f\x91\x80";
+  /// PARSED: every target succeeded. Default "👍".
+  std::string parsed = "\xf0\x9f\x91\x8d";
+  /// ERRORED: a target or the processing failed. Default "👾".
+  std::string errored = "\xf0\x9f\x91\xbe";
+  /// Waiting for a session slot. Default "😴".
+  std::string queued = "\xf0\x9f\x98\xb4";
+};
+
 /// One `[[messenger.adapter]]`: an outbound channel adapter.
 struct delivery_adapter_config {
-  /// webhook or outbox; required in the file (outbox when built in code).
+  /// webhook, outbox or telegram; required in the file (outbox when built
+  /// in code).
   adapter_kind kind = adapter_kind::outbox;
   /// Source channels it delivers for (telegram, slack, email, api, mcp) or
-  /// "*" for all. Default {"*"}.
+  /// "*" for all. Default {"*"}. A telegram adapter delivers for telegram
+  /// only ("*" means that).
   std::vector<std::string> channels{"*"};
   /// webhook: http:// URL the notify.v1 envelope is POSTed to; required for
   /// webhook (only http:// is supported; https is a config error saying so).
   std::string url;
   /// webhook: bearer token sent as Authorization; default "".
   std::string token;
-  /// webhook: per-attempt timeout in ms. Default 5000, range 1..600000.
+  /// webhook, telegram: per-attempt timeout in ms. Default 5000, range
+  /// 1..600000.
   uint32_t timeout_ms = 5000;
-  /// webhook: retries after the first attempt. Default 3, range 0..100.
+  /// webhook, telegram: retries after the first attempt. Default 3, range
+  /// 0..100.
   uint32_t retries = 3;
   /// outbox: file JSON lines are appended to; required for outbox.
   std::string path;
+  /// telegram: the `[[connector]]` of type telegram whose token and
+  /// api_base it uses; required for telegram.
+  std::string connector;
+  /// telegram: `[messenger.adapter.reactions]`.
+  reaction_config reactions;
 };
 
 /// `[messenger]`: the only outbound delivery path.
@@ -496,6 +519,7 @@ bool operator==(const policy_config& x, const policy_config& y);
 bool operator==(const runtime_config& x, const runtime_config& y);
 bool operator==(const schedule_config& x, const schedule_config& y);
 bool operator==(const butler_config& x, const butler_config& y);
+bool operator==(const reaction_config& x, const reaction_config& y);
 bool operator==(const delivery_adapter_config& x,
                 const delivery_adapter_config& y);
 bool operator==(const messenger_config& x, const messenger_config& y);

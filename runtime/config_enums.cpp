@@ -65,6 +65,7 @@ const std::vector<enum_name<adapter_kind>>& enum_names<adapter_kind>() {
   static const std::vector<enum_name<adapter_kind>> names{
     {adapter_kind::webhook, "webhook"},
     {adapter_kind::outbox, "outbox"},
+    {adapter_kind::telegram, "telegram"},
   };
   return names;
 }

@@ -61,6 +61,8 @@ enum class adapter_kind {
   webhook,
   /// Appends JSON lines to a file.
   outbox,
+  /// Telegram Bot API: sendMessage to the source chat, lifecycle reactions.
+  telegram,
 };
 
 /// `[[connector]]` `type`: the channel a connector reads.

@@ -1,5 +1,7 @@
 #include "runtime/config_fields.hpp"
 
+#include "runtime/telegram_reactions.hpp"
+
 namespace butlers {
 namespace config_detail {
 
@@ -90,6 +92,15 @@ check_fn plain_name() {
   };
 }
 
+/// A plain name, or "" (unset).
+check_fn plain_name_or_empty() {
+  return [](const std::string& x) -> std::string {
+    if (x.empty() || is_plain_name(x))
+      return {};
+    return "must match ^[a-z][a-z0-9_-]{0,63}$, got '" + x + "'";
+  };
+}
+
 check_fn tool_name() {
   return [](const std::string& x) -> std::string {
     if (is_tool_name(x))
@@ -106,6 +117,21 @@ check_fn cron_fields() {
     return "expected five fields (minute hour day-of-month month "
            "day-of-week), got "
            + std::to_string(n) + " in '" + x + "'";
+  };
+}
+
+/// One of Telegram's reaction emoji, exactly (a variant with U+FE0F is
+/// named with its listed form).
+check_fn reaction_emoji() {
+  return [](const std::string& x) -> std::string {
+    if (is_allowed_reaction(x))
+      return {};
+    auto listed = canonical_reaction(x);
+    if (listed)
+      return "'" + x + "' is not one of Telegram's reaction emoji as listed; "
+             + "write '" + *listed + "' (without U+FE0F)";
+    return "'" + x + "' is not one of Telegram's reaction emoji "
+           + "(https://core.telegram.org/bots/api#reactiontypeemoji)";
   };
 }
 
@@ -386,10 +412,28 @@ const fields<delivery_adapter_config>& adapter_fields() {
     secret_text("token", &c::token, redact_token,
                 "webhook: bearer token sent as Authorization"),
     integer("timeout_ms", &c::timeout_ms, 1, 600000,
-            "webhook: deadline of one attempt"),
+            "webhook, telegram: deadline of one attempt"),
     integer("retries", &c::retries, 0, 100,
-            "webhook: attempts after the first"),
+            "webhook, telegram: attempts after the first"),
     text("path", &c::path, "outbox: file the JSON lines are appended to"),
+    text("connector", &c::connector,
+         "telegram: the telegram [[connector]] whose token and api_base it "
+         "uses",
+         plain_name_or_empty()),
+  };
+  return list;
+}
+
+const fields<reaction_config>& reaction_fields() {
+  using c = reaction_config;
+  static const fields<c> list{
+    text("progress", &c::progress, "PROGRESS: processing started",
+         reaction_emoji()),
+    text("parsed", &c::parsed, "PARSED: every target succeeded",
+         reaction_emoji()),
+    text("errored", &c::errored, "ERRORED: a target or the processing failed",
+         reaction_emoji()),
+    text("queued", &c::queued, "waiting for a session slot", reaction_emoji()),
   };
   return list;
 }
@@ -526,6 +570,7 @@ std::vector<section_reference> config_reference() {
     reference_of("[[butler.schedule]]", schedule_fields()),
     reference_of("[messenger]", messenger_fields()),
     reference_of("[[messenger.adapter]]", adapter_fields()),
+    reference_of("[messenger.adapter.reactions]", reaction_fields()),
     reference_of("[[connector]]", connector_fields()),
     reference_of("[cluster]", cluster_fields()),
     reference_of("[cluster.tls]", cluster_tls_fields()),

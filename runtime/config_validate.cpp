@@ -147,6 +147,44 @@ void check_butlers(checker& c) {
   }
 }
 
+/// A telegram adapter names a telegram connector that has a token, and
+/// delivers for the telegram channel only.
+void check_telegram_adapter(checker& c, const delivery_adapter_config& a,
+                            const std::string& prefix) {
+  auto& s = c.s;
+  auto at = c.where({prefix + ".connector", prefix + ".kind", prefix});
+  for (auto& ch : a.channels)
+    if (ch != "*" && ch != "telegram")
+      c.error(c.where({prefix + ".channels", prefix}), prefix + ".channels",
+              "a 'telegram' adapter delivers for channel telegram only, got '"
+                + ch + "'");
+  if (a.connector.empty()) {
+    c.error(at, prefix + ".connector",
+            "a 'telegram' adapter requires a connector (the [[connector]] of "
+            "type telegram whose token and api_base it uses)");
+    return;
+  }
+  auto cn = std::find_if(s.connectors.begin(), s.connectors.end(),
+                         [&](const connector_config& x) {
+                           return x.name == a.connector;
+                         });
+  if (cn == s.connectors.end()) {
+    c.error(at, prefix + ".connector",
+            "no [[connector]] is named '" + a.connector + "'");
+    return;
+  }
+  if (cn->type != connector_type::telegram) {
+    c.error(at, prefix + ".connector",
+            "connector '" + a.connector + "' is of type '" + to_string(cn->type)
+              + "', not 'telegram'");
+    return;
+  }
+  if (cn->token.empty())
+    c.error(at, prefix + ".connector",
+            "connector '" + a.connector + "' has no token (set its token or "
+              + connector_env_name(cn->name, "TOKEN") + ")");
+}
+
 /// Telegram's rule for a webhook's secret token: 1..256 of A-Za-z0-9_-.
 bool is_telegram_secret(const std::string& x) {
   if (x.empty() || x.size() > 256)
@@ -189,6 +227,8 @@ void check_messenger_and_connectors(checker& c) {
   for (size_t i = 0; i < s.messenger.adapters.size(); ++i) {
     auto& a = s.messenger.adapters[i];
     auto prefix = "messenger.adapter[" + std::to_string(i) + "]";
+    if (a.kind == adapter_kind::telegram)
+      check_telegram_adapter(c, a, prefix);
     if (a.kind == adapter_kind::webhook && a.url.empty())
       c.error(c.where({prefix + ".kind", prefix}), prefix + ".url",
               "a 'webhook' adapter requires a url");

@@ -5,11 +5,35 @@
 
 #include "runtime/json.hpp"
 #include "runtime/outbox.hpp"
+#include "runtime/telegram_adapter.hpp"
 #include "runtime/webhook.hpp"
 
 namespace butlers {
 
 namespace {
+
+/// Services for adapters that need none (`post`): every call fails.
+class no_services final : public delivery_services {
+ public:
+  source_lookup source_payload(const std::string&) override {
+    return {false, "no delivery services here", false, {}};
+  }
+  ledger_claim ledger_begin(const outbound_send&) override {
+    ledger_claim c;
+    c.error = "no outbound ledger here";
+    return c;
+  }
+  ledger_mark ledger_end(const outbound_send&, ledger_state,
+                         const std::string&) override {
+    ledger_mark m;
+    m.error = "no outbound ledger here";
+    return m;
+  }
+  bool ledger_dead(const outbound_send&, const std::string&,
+                   const std::string&) override {
+    return false;
+  }
+};
 
 /// The line an outbox stores for `notify`.
 std::string outbox_line(const std::string& notify) {
@@ -38,16 +62,23 @@ bool delivery_adapter::nonblocking() const {
   return false;
 }
 
+bool delivery_adapter::reacts() const {
+  return false;
+}
+
 void delivery_adapter::post(const notify_view& view, const std::string& notify,
                             std::function<void(delivery_attempt)> done) const {
-  done(deliver(view, notify, nullptr));
+  no_services none;
+  std::string no_lineage;
+  done(deliver({view, notify, no_lineage, no_lineage, none, nullptr}));
 }
 
 // -- webhook_adapter ----------------------------------------------------------
 
-delivery_attempt webhook_adapter::deliver(const notify_view& view,
-                                          const std::string& notify,
-                                          const std::atomic<bool>* stop) const {
+delivery_attempt webhook_adapter::deliver(const delivery_context& dc) const {
+  auto& view = dc.view;
+  auto& notify = dc.notify;
+  auto stop = dc.stop;
   delivery_attempt a;
   auto url = parse_http_url(cfg_.url, &a.error);
   if (!url)
@@ -70,10 +101,8 @@ bool outbox_adapter::nonblocking() const {
   return true;
 }
 
-delivery_attempt outbox_adapter::deliver(const notify_view&,
-                                         const std::string& notify,
-                                         const std::atomic<bool>*) const {
-  return {append_outbox_line(cfg_.path, outbox_line(notify)), false};
+delivery_attempt outbox_adapter::deliver(const delivery_context& dc) const {
+  return {append_outbox_line(cfg_.path, outbox_line(dc.notify)), false, {}};
 }
 
 void outbox_adapter::post(const notify_view&, const std::string& notify,
@@ -81,28 +110,42 @@ void outbox_adapter::post(const notify_view&, const std::string& notify,
   auto line = outbox_line(notify);
   auto posted = append_outbox_line_async(cfg_.path, line,
                                          [done](std::string error) {
-                                           done({std::move(error), false});
+                                           done({std::move(error), false, {}});
                                          });
   // A full queue passes; a write that failed is not retried (as a
   // webhook's refusal is not).
   if (posted == outbox_post::full)
     done({cfg_.path + ": " + std::to_string(outbox_max_queued)
             + " lines already wait to be written",
-          true});
+          true, "overload_rejected"});
   else if (posted == outbox_post::invalid)
-    done({outbox_line_error(cfg_.path, line), false});
+    done({outbox_line_error(cfg_.path, line), false, {}});
 }
 
 // -- plans --------------------------------------------------------------------
 
-delivery_adapter_ptr make_delivery_adapter(const delivery_adapter_config& cfg) {
-  if (cfg.kind == adapter_kind::webhook)
-    return std::make_shared<webhook_adapter>(cfg);
+delivery_adapter_ptr make_delivery_adapter(
+  const delivery_adapter_config& cfg,
+  const std::vector<connector_config>& connectors) {
+  switch (cfg.kind) {
+    case adapter_kind::webhook: return std::make_shared<webhook_adapter>(cfg);
+    case adapter_kind::telegram: {
+      telegram_endpoint ep;
+      for (auto& cn : connectors)
+        if (cn.name == cfg.connector) {
+          ep.api_base = cn.api_base;
+          ep.token = cn.token;
+        }
+      return std::make_shared<telegram_adapter>(cfg, std::move(ep));
+    }
+    case adapter_kind::outbox: break;
+  }
   return std::make_shared<outbox_adapter>(cfg);
 }
 
 std::vector<delivery_adapter_ptr> make_delivery_adapters(
-  const std::vector<delivery_adapter_config>& configured) {
+  const std::vector<delivery_adapter_config>& configured,
+  const std::vector<connector_config>& connectors) {
   std::vector<delivery_adapter_ptr> out;
   if (configured.empty()) {
     delivery_adapter_config outbox;
@@ -111,7 +154,7 @@ std::vector<delivery_adapter_ptr> make_delivery_adapters(
     out.push_back(make_delivery_adapter(outbox));
   }
   for (auto& cfg : configured)
-    out.push_back(make_delivery_adapter(cfg));
+    out.push_back(make_delivery_adapter(cfg, connectors));
   return out;
 }
 
@@ -133,9 +176,24 @@ std::variant<delivery_plan, adapter_result> plan_delivery(
     return a;
   }
   delivery_plan plan;
-  for (auto& ad : adapters)
-    if (ad->serves(view->channel))
+  bool react = view->intent == "react";
+  bool served = false;
+  for (auto& ad : adapters) {
+    if (!ad->serves(view->channel))
+      continue;
+    served = true;
+    if (!react || ad->reacts())
       plan.adapters.push_back(ad);
+  }
+  if (served && plan.adapters.empty()) {
+    // Only channels with an adapter that reacts are sent reactions; one
+    // may still arrive from a node configured otherwise.
+    a.ok = true;
+    a.text = R"({"notify_response":{"delivered":false,"channel":)"
+             + json::quote(view->channel)
+             + R"(,"reason":"no adapter of the channel sets reactions"}})";
+    return a;
+  }
   if (plan.adapters.empty()) {
     a.error_class = "validation_error";
     a.message = "no messenger adapter serves channel '" + view->channel + "'";
@@ -158,7 +216,8 @@ adapter_result delivery_result(const delivery_plan& plan,
               + R"(,"delivered":)" + (at.error.empty() ? "true" : "false")
               + '}';
     if (!at.error.empty()) {
-      a.error_class = "target_unavailable";
+      a.error_class = at.error_class.empty() ? "target_unavailable"
+                                             : at.error_class;
       a.message = at.error;
       a.retryable = std::any_of(attempts.begin(), attempts.end(),
                                 [](const delivery_attempt& x) {
@@ -176,10 +235,15 @@ adapter_result delivery_result(const delivery_plan& plan,
 
 adapter_result deliver_blocking(const delivery_plan& plan,
                                 const std::string& notify,
+                                const std::string& request_id,
+                                const std::string& segment_id,
+                                delivery_services& services,
                                 const std::atomic<bool>* stop) {
   std::vector<delivery_attempt> attempts;
+  delivery_context dc{plan.view,  notify,   request_id,
+                      segment_id, services, stop};
   for (auto& ad : plan.adapters) {
-    attempts.push_back(ad->deliver(plan.view, notify, stop));
+    attempts.push_back(ad->deliver(dc));
     if (!attempts.back().error.empty())
       break;
   }

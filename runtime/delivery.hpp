@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "runtime/config.hpp"
+#include "runtime/delivery_services.hpp"
 #include "runtime/messages.hpp"
 #include "runtime/route.hpp"
 
@@ -27,6 +28,23 @@ struct delivery_attempt {
   std::string error;
   /// A later try may succeed (a server that was down, a full queue).
   bool retryable = false;
+  /// The failure's class of the taxonomy; "" means target_unavailable.
+  std::string error_class;
+};
+
+/// Everything one delivery gives an adapter's `deliver`.
+struct delivery_context {
+  /// The notify.v1, read and as JSON text.
+  const notify_view& view;
+  const std::string& notify;
+  /// The delivery's work item lineage: request and segment of every ledger
+  /// key this delivery sends under (`outbound_key`).
+  const std::string& request_id;
+  const std::string& segment_id;
+  /// Source messages and the outbound ledger.
+  delivery_services& services;
+  /// When set, ends retries early (the session was cancelled or timed out).
+  const std::atomic<bool>* stop = nullptr;
 };
 
 /// An outbound channel adapter (one `[[messenger.adapter]]`).
@@ -49,14 +67,17 @@ class delivery_adapter {
   /// adapters like this one needs no thread and no session of its own).
   virtual bool nonblocking() const;
 
-  /// Delivers `notify` (read as `view`), blocking until it is delivered or
-  /// given up; `stop`, when set, ends retries early.
-  virtual delivery_attempt deliver(const notify_view& view,
-                                   const std::string& notify,
-                                   const std::atomic<bool>* stop) const = 0;
+  /// Whether it sets lifecycle reactions (notify.v1 intent "react"); the
+  /// others are left out of a reaction's plan. False by default.
+  virtual bool reacts() const;
 
-  /// Delivers `notify` and calls `done` once with the outcome, on any
-  /// thread. Blocks as `deliver` does unless `nonblocking()`.
+  /// Delivers `dc.notify`, blocking until it is delivered or given up.
+  virtual delivery_attempt deliver(const delivery_context& dc) const = 0;
+
+  /// Delivers `notify` without ledger or source message (only adapters that
+  /// need neither are `nonblocking()`) and calls `done` once with the
+  /// outcome, on any thread. Blocks as `deliver` does unless
+  /// `nonblocking()`.
   virtual void post(const notify_view& view, const std::string& notify,
                     std::function<void(delivery_attempt)> done) const;
 
@@ -69,8 +90,7 @@ class webhook_adapter final : public delivery_adapter {
  public:
   using delivery_adapter::delivery_adapter;
 
-  delivery_attempt deliver(const notify_view& view, const std::string& notify,
-                           const std::atomic<bool>* stop) const override;
+  delivery_attempt deliver(const delivery_context& dc) const override;
 };
 
 /// Appends `{"notify":...}` as one line to a file, synced; posted lines go
@@ -81,8 +101,7 @@ class outbox_adapter final : public delivery_adapter {
 
   bool nonblocking() const override;
 
-  delivery_attempt deliver(const notify_view& view, const std::string& notify,
-                           const std::atomic<bool>* stop) const override;
+  delivery_attempt deliver(const delivery_context& dc) const override;
 
   void post(const notify_view& view, const std::string& notify,
             std::function<void(delivery_attempt)> done) const override;
@@ -90,14 +109,17 @@ class outbox_adapter final : public delivery_adapter {
 
 using delivery_adapter_ptr = std::shared_ptr<const delivery_adapter>;
 
-/// The adapter `cfg.kind` names ("webhook" or "outbox"; the config was
-/// validated, so anything else is an outbox).
-delivery_adapter_ptr make_delivery_adapter(const delivery_adapter_config& cfg);
+/// The adapter `cfg.kind` names; a telegram adapter takes the token and
+/// api_base of the connector `cfg.connector` names among `connectors`.
+delivery_adapter_ptr make_delivery_adapter(
+  const delivery_adapter_config& cfg,
+  const std::vector<connector_config>& connectors = {});
 
 /// The messenger's adapters, in configured order; none configured means
 /// one outbox, "outbox.jsonl" in the working directory.
 std::vector<delivery_adapter_ptr> make_delivery_adapters(
-  const std::vector<delivery_adapter_config>& configured);
+  const std::vector<delivery_adapter_config>& configured,
+  const std::vector<connector_config>& connectors = {});
 
 /// A notify and the adapters that serve its channel, in configured order.
 struct delivery_plan {
@@ -108,8 +130,10 @@ struct delivery_plan {
   bool nonblocking() const;
 };
 
-/// The plan for `notify`, or the failure that ends the delivery now (not a
-/// notify.v1, or no adapter serves its channel).
+/// The plan for `notify`, or the result that ends the delivery now: a
+/// failure (not a notify.v1, or no adapter serves its channel), or, for a
+/// reaction (intent "react") that no adapter serving its channel sets,
+/// success with nothing sent.
 std::variant<delivery_plan, adapter_result> plan_delivery(
   const std::vector<delivery_adapter_ptr>& adapters, const std::string& notify);
 
@@ -120,9 +144,13 @@ adapter_result delivery_result(const delivery_plan& plan,
                                const std::vector<delivery_attempt>& attempts);
 
 /// Delivers through every adapter of `plan` in order, blocking; stops at
-/// the first failure.
+/// the first failure. `request_id` and `segment_id` are the delivery work
+/// item's (the ledger keys' lineage).
 adapter_result deliver_blocking(const delivery_plan& plan,
                                 const std::string& notify,
+                                const std::string& request_id,
+                                const std::string& segment_id,
+                                delivery_services& services,
                                 const std::atomic<bool>* stop);
 
 /// Posts to every adapter of a nonblocking `plan` at once; `done` gets the

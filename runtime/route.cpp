@@ -244,6 +244,12 @@ notify_view read_notify(const rapidjson::Value& doc) {
     v.channel = member(*d, "channel");
     v.recipient = member(*d, "recipient");
     v.message = member(*d, "message");
+    if (auto r = object_at(*d, "reaction")) {
+      v.reaction_state = member(*r, "state");
+      auto at = r->FindMember("at_us");
+      if (at != r->MemberEnd() && at->value.IsInt64())
+        v.reaction_at_us = at->value.GetInt64();
+    }
   }
   if (auto ctx = object_at(doc, "request_context")) {
     v.request_id = member(*ctx, "request_id");

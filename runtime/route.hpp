@@ -144,6 +144,10 @@ struct notify_view {
   std::string channel;
   std::string recipient;
   std::string message;
+  /// intent "react": delivery.reaction's state ("progress", "queued",
+  /// "parsed", "errored") and at_us ("" and 0 otherwise).
+  std::string reaction_state;
+  int64_t reaction_at_us = 0;
   std::string idempotency_key;
   /// request_context, when the notify carries one ("" otherwise).
   std::string request_id;

@@ -46,6 +46,9 @@ struct held_item {
   /// Stored `running` with its first attempt counted (a slot was free when
   /// it was accepted): its session needs no start write.
   bool started = false;
+  /// The `queued` lifecycle reaction was shown for it (actors/lifecycle.hpp):
+  /// `progress` is shown again when it starts.
+  bool queued_shown = false;
 };
 
 /// A session slot in use.

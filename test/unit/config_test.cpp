@@ -842,7 +842,7 @@ evry_s = 5
 max_concurrent_sessions = 0
 max_pendng = 5
 [[messenger.adapter]]
-kind = "smtp"
+kind = "pigeon"
 [[messenger.adapter]]
 kind = "webhook"
 url = "ftp://hooks.example/notify"
@@ -856,7 +856,7 @@ retries = 101
           {err("messenger.max_concurrent_sessions"),
            err("messenger.max_pendng").has("did you mean 'max_pending'?"),
            err("messenger.adapter[0].kind")
-             .is("must be one of webhook, outbox, got 'smtp'"),
+             .is("must be one of webhook, outbox, telegram, got 'pigeon'"),
            err("messenger.adapter[1].url")
              .reads("node.toml:8:7: messenger.adapter[1].url: unsupported "
                     "scheme 'ftp' (only http:// and https:// are)"),
@@ -1397,10 +1397,17 @@ TEST(config, to_toml_round_trips_runtime_schedules_and_adapters) {
   s.butlers.back().name = "c";
   s.butlers.back().runtime.fail_rate = 1e-9;
   s.messenger.max_pending = 0;
+  s.messenger.adapters.push_back({adapter_kind::webhook,
+                                  {"api", "mcp"},
+                                  "http://h:1/x",
+                                  "",
+                                  1,
+                                  100,
+                                  "",
+                                  "",
+                                  {}});
   s.messenger.adapters.push_back(
-    {adapter_kind::webhook, {"api", "mcp"}, "http://h:1/x", "", 1, 100, ""});
-  s.messenger.adapters.push_back(
-    {adapter_kind::outbox, {"*"}, "", "", 5000, 3, "o.jsonl"});
+    {adapter_kind::outbox, {"*"}, "", "", 5000, 3, "o.jsonl", "", {}});
   auto text = to_toml(s);
   auto back = parse_config(text, "out.toml");
   ASSERT_TRUE(back.settings) << dump(back.errors) << text;

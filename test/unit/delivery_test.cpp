@@ -15,6 +15,7 @@
 
 #include "runtime/delivery.hpp"
 #include "runtime/uuid.hpp"
+#include "test/support/fake_delivery_services.hpp"
 
 namespace butlers {
 namespace {
@@ -83,12 +84,12 @@ TEST(Delivery, TheFirstFailedAdapterFailsTheDelivery) {
   auto ok = delivery_result(plan, {{}, {}, {}});
   EXPECT_TRUE(ok.ok);
   EXPECT_NE(ok.text.find(R"("channel":"api")"), std::string::npos);
-  auto failed = delivery_result(plan, {{}, {"webhook down", true}});
+  auto failed = delivery_result(plan, {{}, {"webhook down", true, {}}});
   EXPECT_FALSE(failed.ok);
   EXPECT_EQ(failed.error_class, "target_unavailable");
   EXPECT_EQ(failed.message, "webhook down");
   EXPECT_TRUE(failed.retryable);
-  auto refused = delivery_result(plan, {{}, {"webhook said 400", false}});
+  auto refused = delivery_result(plan, {{}, {"webhook said 400", false, {}}});
   EXPECT_FALSE(refused.retryable);
 }
 
@@ -100,7 +101,8 @@ TEST(Delivery, AnOutboxWritesOneLinePerDelivery) {
   auto all = make_delivery_adapters({cfg});
   auto notify = notify_on("api");
   auto plan = std::get<delivery_plan>(plan_delivery(all, notify));
-  auto r = deliver_blocking(plan, notify, nullptr);
+  test::fake_delivery_services services;
+  auto r = deliver_blocking(plan, notify, "r", "s", services, nullptr);
   EXPECT_TRUE(r.ok) << r.message;
   EXPECT_NE(r.text.find(R"({"kind":"outbox","delivered":true})"),
             std::string::npos);

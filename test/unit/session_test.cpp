@@ -82,8 +82,7 @@ class scripted_delivery final : public delivery_adapter {
     return true;
   }
 
-  delivery_attempt deliver(const notify_view&, const std::string&,
-                           const std::atomic<bool>*) const override {
+  delivery_attempt deliver(const delivery_context&) const override {
     ++*posts;
     return answer_;
   }
@@ -294,7 +293,8 @@ TEST_F(Session, AnOutboxDeliveryReportsEveryAdapterThatDelivered) {
 TEST_F(Session, AnOutboxThatCannotWriteFailsTheDeliveryAsUnavailable) {
   auto full = std::make_shared<scripted_delivery>(adapter_kind::outbox,
                                                   delivery_attempt{"full",
-                                                                   true});
+                                                                   true,
+                                                                   {}});
   auto env = delivery("api");
   ASSERT_TRUE(
     run_without_session(messenger({full}), item_for(env), env, butler));

@@ -15,6 +15,7 @@
 
 #include "actors/switchboard.hpp"
 #include "runtime/json.hpp"
+#include "runtime/lifecycle.hpp"
 #include "runtime/uuid.hpp"
 #include "test/support/deterministic.hpp"
 #include "test/support/fake_actors.hpp"
@@ -591,6 +592,144 @@ TEST_F(Switchboard, MessagesWithoutAThreadUseThePoolFreely) {
   EXPECT_EQ(claimed(), (std::vector<std::string>{"n0", "n1", "n2"}));
   release("n1");
   EXPECT_EQ(claimed().back(), "n3");
+}
+
+// -- lifecycle reactions ------------------------------------------------------
+
+/// What a fake messenger was handed: the notify of each route.execute, and
+/// how many terminal writes the writer had seen when it came.
+struct handed {
+  std::string intent;
+  std::string state;
+  size_t completions_before = 0;
+};
+
+struct SwitchboardLifecycle : Switchboard {
+  std::shared_ptr<std::vector<handed>>
+    handovers = std::make_shared<std::vector<handed>>();
+  std::shared_ptr<std::vector<route_envelope>>
+    dispatched = std::make_shared<std::vector<route_envelope>>();
+  /// The messenger's answer: accepted, or this error class (retryable).
+  std::shared_ptr<std::string> refuse = std::make_shared<std::string>();
+  butler_actor messenger;
+  butler_actor general;
+  registry_actor reg;
+
+  /// A node whose messenger has a telegram adapter; `general` accepts
+  /// every dispatch.
+  void start_node() {
+    delivery_adapter_config tg;
+    tg.kind = adapter_kind::telegram;
+    ctx->lifecycle = lifecycle_policy{{tg}};
+    auto script_ptr = script;
+    messenger = sys.spawn(fake_butler, [this, script_ptr](route_request& req) {
+      route_envelope env;
+      EXPECT_FALSE(parse_route(req.envelope, env));
+      auto view = read_notify(env.notify_request);
+      handovers->push_back(handed{view->intent, view->reaction_state,
+                                  script_ptr->completions.size()});
+      route_response r;
+      r.status = refuse->empty() ? "accepted" : "error";
+      r.error_class = *refuse;
+      r.retryable = true;
+      return r;
+    });
+    ctx->set_messenger(messenger);
+    general = sys.spawn(fake_butler, [this](route_request& req) {
+      dispatched->push_back(*req.parsed);
+      route_response r;
+      r.status = "accepted";
+      r.work_id = "work-" + std::to_string(dispatched->size());
+      return r;
+    });
+    registry_fns fns;
+    fns.lookup = [this](const std::string&, const butler_actor&) {
+      return general;
+    };
+    reg = sys.spawn(fake_registry, std::move(fns));
+    ctx->set_registry(reg);
+    switchboard_config sc;
+    sc.workers = 1;
+    start(sc);
+  }
+
+  ~SwitchboardLifecycle() override {
+    for (auto* a : {&messenger, &general})
+      self->send_exit(*a, caf::exit_reason::user_shutdown);
+    self->send_exit(reg, caf::exit_reason::user_shutdown);
+    sched.run();
+  }
+
+  /// Ingests a request from `channel` received now; answers its dispatch
+  /// with `status` ("ok" or "error").
+  void run_request(const std::string& channel, const std::string& status) {
+    auto rec = record(make_uuid_v7().to_string(), "k-" + channel);
+    rec.context.source_channel = channel;
+    rec.context.source_sender_identity = "7";
+    rec.context.received_at_us = unix_now_us();
+    self->send(sb, ingest_atom_v, rec);
+    sched.run();
+    reply();
+    sched.run();
+    ASSERT_FALSE(dispatched->empty());
+    auto& d = dispatched->back();
+    route_response r;
+    r.status = status;
+    r.request_id = d.request_id;
+    r.subrequest_id = d.subrequest_id;
+    r.segment_id = d.segment_id;
+    r.work_id = "work-" + std::to_string(dispatched->size());
+    if (status == "error") {
+      r.error_class = "validation_error";
+      r.error_message = "scripted";
+    }
+    self->send(sb, done_atom_v, r);
+    sched.run();
+  }
+};
+
+TEST_F(SwitchboardLifecycle, ATerminalReactionIsOwedBeforeTheTerminalWrite) {
+  start_node();
+  run_request("telegram", "ok");
+  ASSERT_EQ(handovers->size(), 2u);
+  EXPECT_EQ((*handovers)[0].intent, "react");
+  EXPECT_EQ((*handovers)[0].state, "progress") << "when the request starts";
+  EXPECT_EQ((*handovers)[1].state, "parsed");
+  EXPECT_EQ((*handovers)[1].completions_before, 0u)
+    << "the messenger holds the reaction before the terminal write";
+  ASSERT_EQ(script->completions.size(), 1u);
+  EXPECT_EQ(script->completions[0].state, "parsed")
+    << script->completions[0].error_class << ": "
+    << script->completions[0].error_message;
+}
+
+TEST_F(SwitchboardLifecycle, AnErroredRequestOwesItsReactionAndItsErrorReply) {
+  start_node();
+  run_request("telegram", "error");
+  ASSERT_EQ(handovers->size(), 3u);
+  EXPECT_EQ((*handovers)[1].state, "errored");
+  EXPECT_EQ((*handovers)[2].intent, "reply") << "the error reply";
+  for (size_t i = 1; i < 3; ++i)
+    EXPECT_EQ((*handovers)[i].completions_before, 0u) << i;
+  ASSERT_EQ(script->completions.size(), 1u);
+  EXPECT_EQ(script->completions[0].state, "errored");
+}
+
+TEST_F(SwitchboardLifecycle, WhatCannotBeHandedOverHoldsTheTerminalWriteBack) {
+  start_node();
+  *refuse = "target_unavailable";
+  run_request("telegram", "ok");
+  EXPECT_EQ(handovers->back().state, "parsed");
+  EXPECT_TRUE(script->completions.empty())
+    << "still in progress: the cold path finishes it again";
+}
+
+TEST_F(SwitchboardLifecycle, ARequestFromAChannelThatDoesNotReactCostsNothing) {
+  start_node();
+  run_request("api", "ok");
+  EXPECT_TRUE(handovers->empty());
+  ASSERT_EQ(script->completions.size(), 1u);
+  EXPECT_EQ(script->completions[0].state, "parsed");
 }
 
 } // namespace

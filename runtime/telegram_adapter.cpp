@@ -1,0 +1,223 @@
+#include "runtime/telegram_adapter.hpp"
+
+#include <algorithm>
+#include <random>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "runtime/http_client.hpp"
+#include "runtime/lifecycle.hpp"
+#include "runtime/resilience.hpp"
+#include "runtime/scripted.hpp"
+
+namespace butlers {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+bool stopped(const std::atomic<bool>* stop) {
+  return stop != nullptr && stop->load();
+}
+
+/// Sleeps `d` unless `stop` is set meanwhile; false when it was.
+bool pause(std::chrono::milliseconds d, const std::atomic<bool>* stop) {
+  auto until = std::chrono::steady_clock::now() + d;
+  while (std::chrono::steady_clock::now() < until) {
+    if (stopped(stop))
+      return false;
+    auto left = until - std::chrono::steady_clock::now();
+    std::this_thread::sleep_for(
+      std::min<std::chrono::steady_clock::duration>(left, 50ms));
+  }
+  return !stopped(stop);
+}
+
+delivery_attempt failed(const std::string& cls, std::string what,
+                        bool retryable) {
+  return {"telegram: " + std::move(what), retryable, cls};
+}
+
+/// The source message of the request `dc` answers; `error` is set when
+/// it could not be read (nullopt without error: there is none).
+std::optional<telegram_message_ref> source_of(const delivery_context& dc,
+                                              std::string& error) {
+  auto id = dc.view.request_id.empty() ? dc.request_id : dc.view.request_id;
+  auto src = dc.services.source_payload(id);
+  if (!src.ok) {
+    error = "source message of request " + id + " not read: " + src.error;
+    return std::nullopt;
+  }
+  if (!src.found)
+    return std::nullopt;
+  return telegram_source(src.raw_payload);
+}
+
+} // namespace
+
+telegram_adapter::telegram_adapter(delivery_adapter_config cfg,
+                                   telegram_endpoint endpoint,
+                                   telegram_timing timing)
+  : delivery_adapter(std::move(cfg)), endpoint_(std::move(endpoint)),
+    timing_(timing) {
+  while (!endpoint_.api_base.empty() && endpoint_.api_base.back() == '/')
+    endpoint_.api_base.pop_back();
+}
+
+bool telegram_adapter::reacts() const {
+  return true;
+}
+
+delivery_attempt telegram_adapter::deliver(const delivery_context& dc) const {
+  if (dc.view.intent == "react")
+    return react(dc);
+  return send_text(dc);
+}
+
+telegram_answer telegram_adapter::call(const std::string& method,
+                                       const std::string& body,
+                                       const delivery_context& dc,
+                                       const outbound_send* send) const {
+  std::mt19937_64 rng{std::random_device{}()};
+  http_request req;
+  req.method = "POST";
+  // The token is in the path: never log the URL.
+  req.url = endpoint_.api_base + "/bot" + endpoint_.token + "/" + method;
+  req.headers.emplace_back("Content-Type", "application/json");
+  req.body = body;
+  req.timeout = std::chrono::milliseconds{cfg_.timeout_ms};
+  req.connect_timeout = std::min<std::chrono::milliseconds>(req.timeout, 10s);
+  for (uint32_t attempt = 0;; ++attempt) {
+    auto a = read_telegram_answer(shared_http_client().perform(req, dc.stop));
+    if (a.what != telegram_answer::outcome::retry)
+      return a;
+    if (attempt >= cfg_.retries || a.wait > timing_.max_retry_after) {
+      a.what = telegram_answer::outcome::fail;
+      return a;
+    }
+    auto wait = a.wait.count() > 0
+                  ? a.wait
+                  : backoff_delay(attempt + 1, timing_.backoff_base,
+                                  timing_.backoff_cap, rng);
+    spdlog::info("telegram: {} failed ({}: {}); attempt {} in {} ms", method,
+                 a.error_class, a.description, attempt + 2, wait.count());
+    if (!pause(wait, dc.stop)) {
+      a.what = telegram_answer::outcome::fail;
+      a.description += " (stopped)";
+      return a;
+    }
+    // It may have arrived: the retry may duplicate it, which the ledger
+    // counts as a redelivery.
+    if (a.ambiguous && send != nullptr)
+      dc.services.ledger_begin(*send);
+  }
+}
+
+delivery_attempt telegram_adapter::send_text(const delivery_context& dc) const {
+  std::string chat;
+  int64_t reply_to = 0;
+  if (dc.view.intent != "send") {
+    std::string error;
+    auto src = source_of(dc, error);
+    if (!error.empty())
+      return failed("target_unavailable", error, true);
+    if (src) {
+      chat = src->chat_id;
+      reply_to = src->message_id;
+    }
+  }
+  if (chat.empty())
+    chat = dc.view.recipient;
+  if (chat.empty())
+    return failed("validation_error", "no chat to send to", false);
+  auto chunks = split_telegram_text(dc.view.message);
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    outbound_send s{{dc.request_id, dc.segment_id,
+                     "chunk:" + std::to_string(i)},
+                    "telegram",
+                    outbound_kind::message,
+                    0,
+                    {}};
+    auto claim = dc.services.ledger_begin(s);
+    if (!claim.ok)
+      return failed("target_unavailable", "outbound ledger: " + claim.error,
+                    true);
+    if (claim.decision == send_decision::skip)
+      continue;
+    auto a = call("sendMessage",
+                  telegram_send_message_body(chat, chunks[i], reply_to), dc,
+                  &s);
+    if (a.what != telegram_answer::outcome::ok) {
+      dc.services.ledger_dead(s, a.error_class, a.description);
+      return failed(a.error_class, "sendMessage: " + a.description,
+                    is_retryable_class(a.error_class));
+    }
+    auto mark = dc.services.ledger_end(s, ledger_state::sent, a.message_id);
+    if (!mark.ok)
+      return failed("target_unavailable",
+                    "sent, but not recorded in the outbound ledger: "
+                      + mark.error,
+                    true);
+  }
+  return {};
+}
+
+delivery_attempt telegram_adapter::react(const delivery_context& dc) const {
+  auto state = lifecycle_state_of(dc.view.reaction_state);
+  if (!state)
+    return failed("validation_error",
+                  "unknown lifecycle state '" + dc.view.reaction_state + "'",
+                  false);
+  std::string error;
+  auto src = source_of(dc, error);
+  if (!error.empty())
+    return failed("target_unavailable", error, true);
+  if (!src) {
+    spdlog::debug("telegram: request {} has no Telegram message to react to",
+                  dc.request_id);
+    return {};
+  }
+  auto& emoji = reaction_emoji(cfg_.reactions, *state);
+  auto rank = reaction_rank(*state, dc.view.reaction_at_us);
+  outbound_send s{{dc.request_id, dc.segment_id, "reaction"},
+                  "telegram",
+                  outbound_kind::reaction,
+                  rank,
+                  emoji};
+  auto claim = dc.services.ledger_begin(s);
+  if (!claim.ok)
+    return failed("target_unavailable", "outbound ledger: " + claim.error,
+                  true);
+  if (claim.decision == send_decision::skip)
+    return {};
+  if (claim.decision == send_decision::supersede) {
+    dc.services.ledger_end(s, ledger_state::skipped, {});
+    return {};
+  }
+  auto a = call("setMessageReaction", telegram_reaction_body(*src, emoji), dc,
+                nullptr);
+  if (a.what != telegram_answer::outcome::ok) {
+    dc.services.ledger_dead(s, a.error_class, a.description);
+    return failed(a.error_class, "setMessageReaction: " + a.description,
+                  is_retryable_class(a.error_class));
+  }
+  auto mark = dc.services.ledger_end(s, ledger_state::sent, {});
+  // A later state recorded while this one was on its way may have been set
+  // before it: set the latest again, after this one (each round reads the
+  // ledger anew; ranks only grow, and there are four states).
+  auto asserted = rank;
+  for (int round = 0; mark.ok && mark.top_rank > asserted && round < 4;
+       ++round) {
+    asserted = mark.top_rank;
+    auto again = call("setMessageReaction",
+                      telegram_reaction_body(*src, mark.top_value), dc,
+                      nullptr);
+    if (again.what != telegram_answer::outcome::ok)
+      break; // the later state's own delivery reports its failure
+    mark = dc.services.ledger_end(s, ledger_state::sent, {});
+  }
+  return {};
+}
+
+} // namespace butlers
