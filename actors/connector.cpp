@@ -310,7 +310,7 @@ caf::result<append_result> submit(connector_ptr self, inbox_record&& rec) {
 void start_source(connector_ptr self, const connector_params& p) {
   connector_source_limits limits;
   limits.max_envelope_bytes = p.max_envelope_bytes;
-  auto src = make_connector_source(p.cfg, limits);
+  auto src = make_connector_source(p.cfg, limits, p.ctx->metrics);
   if (!src)
     return;
   auto sink = make_connector_sink(self->system(), connector_actor{self}, p,

@@ -290,22 +290,24 @@ struct reaction_config {
 
 /// One `[[messenger.adapter]]`: an outbound channel adapter.
 struct delivery_adapter_config {
-  /// webhook, outbox or telegram; required in the file (outbox when built
-  /// in code).
+  /// webhook, outbox, telegram or smtp; required in the file (outbox when
+  /// built in code).
   adapter_kind kind = adapter_kind::outbox;
   /// Source channels it delivers for (telegram, slack, email, api, mcp) or
   /// "*" for all. Default {"*"}. A telegram adapter delivers for telegram
   /// only ("*" means that).
   std::vector<std::string> channels{"*"};
-  /// webhook: http:// URL the notify.v1 envelope is POSTed to; required for
-  /// webhook (only http:// is supported; https is a config error saying so).
+  /// webhook: http:// or https:// URL the notify.v1 envelope is POSTed to;
+  /// smtp: the relay, smtp://HOST[:PORT] (STARTTLS when offered) or
+  /// smtps://HOST[:PORT]. Required for both.
   std::string url;
   /// webhook: bearer token sent as Authorization; default "".
   std::string token;
-  /// webhook, telegram: per-attempt timeout in ms. Default 5000, range
-  /// 1..600000.
+  /// webhook, telegram, smtp: per-attempt timeout in ms. Default 5000,
+  /// range 1..600000.
   uint32_t timeout_ms = 5000;
-  /// webhook, telegram: retries after the first attempt. Default 3, range
+  /// webhook, telegram, smtp: retries after the first attempt. Default 3,
+  /// range
   /// 0..100.
   uint32_t retries = 3;
   /// outbox: file JSON lines are appended to; required for outbox.
@@ -315,6 +317,15 @@ struct delivery_adapter_config {
   std::string connector;
   /// telegram: `[messenger.adapter.reactions]`.
   reaction_config reactions;
+  /// smtp: the sender, `addr@host` or `Name <addr@host>`; required for
+  /// smtp.
+  std::string from;
+  /// smtp: environment variable holding the relay's user name; unset or
+  /// empty means no authentication. Default "BUTLERS_SMTP_USERNAME".
+  std::string username_env = "BUTLERS_SMTP_USERNAME";
+  /// smtp: environment variable holding the password (never in the file,
+  /// never logged). Default "BUTLERS_SMTP_PASSWORD".
+  std::string password_env = "BUTLERS_SMTP_PASSWORD";
 };
 
 /// `[messenger]`: the only outbound delivery path.

@@ -66,6 +66,7 @@ const std::vector<enum_name<adapter_kind>>& enum_names<adapter_kind>() {
     {adapter_kind::webhook, "webhook"},
     {adapter_kind::outbox, "outbox"},
     {adapter_kind::telegram, "telegram"},
+    {adapter_kind::smtp, "smtp"},
   };
   return names;
 }

@@ -63,6 +63,8 @@ enum class adapter_kind {
   outbox,
   /// Telegram Bot API: sendMessage to the source chat, lifecycle reactions.
   telegram,
+  /// Mails the reply through an SMTP relay (smtp:// or smtps://).
+  smtp,
 };
 
 /// `[[connector]]` `type`: the channel a connector reads.

@@ -1,5 +1,6 @@
 #include "runtime/config_fields.hpp"
 
+#include "runtime/mail.hpp"
 #include "runtime/telegram_reactions.hpp"
 
 namespace butlers {
@@ -149,6 +150,69 @@ check_fn node_name() {
     if (is_node_name(x))
       return {};
     return "must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$, got '" + x + "'";
+  };
+}
+
+/// Why `url` is not `smtp[s]://HOST[:PORT][/...]` ("" when it is one).
+std::string smtp_url_error(std::string_view url) {
+  auto scheme_end = url.find("://");
+  auto scheme = url.substr(0, scheme_end == std::string_view::npos
+                                ? 0
+                                : scheme_end);
+  auto rest = url.substr(scheme_end == std::string_view::npos ? url.size()
+                                                              : scheme_end + 3);
+  auto authority = rest.substr(0, rest.find('/'));
+  auto colon = authority.rfind(':');
+  auto host = authority.substr(0, colon);
+  bool bad_chars = std::any_of(url.begin(), url.end(), [](char c) {
+    return c == ' ' || c == '@' || static_cast<unsigned char>(c) < 0x21;
+  });
+  if ((scheme != "smtp" && scheme != "smtps") || host.empty() || bad_chars)
+    return "expected smtp://HOST[:PORT] or smtps://HOST[:PORT] (credentials "
+           "come from the environment), got '"
+           + std::string{url} + "'";
+  if (colon != std::string_view::npos) {
+    auto port = parse_port(authority.substr(colon + 1));
+    if (!port || *port == 0)
+      return "port of '" + std::string{url} + "' must be in 1..65535";
+  }
+  return {};
+}
+
+/// "", a web URL (`web_url`) or an SMTP URL; which one a kind needs is
+/// checked across keys (config_validate.cpp).
+check_fn adapter_url() {
+  return [web = web_url()](const std::string& x) -> std::string {
+    if (x.rfind("smtp", 0) == 0)
+      return smtp_url_error(x);
+    return web(x);
+  };
+}
+
+/// "" or a mail address, `addr@host` or `Name <addr@host>`.
+check_fn mail_address_text() {
+  return [](const std::string& x) -> std::string {
+    if (x.empty() || parse_mail_address(x))
+      return {};
+    return "expected a mail address such as butlers@example.org or "
+           "\"Butlers <butlers@example.org>\", got '"
+           + x + "'";
+  };
+}
+
+/// "" or the name of an environment variable, `[A-Za-z_][A-Za-z0-9_]*`.
+check_fn env_name() {
+  return [](const std::string& x) -> std::string {
+    bool ok = x.empty()
+              || (!(x[0] >= '0' && x[0] <= '9')
+                  && std::all_of(x.begin(), x.end(), [](char c) {
+                       return is_alnum(c) || c == '_';
+                     }));
+    if (ok)
+      return {};
+    return "must be an environment variable name ([A-Za-z_][A-Za-z0-9_]*), "
+           "got '"
+           + x + "'";
   };
 }
 
@@ -408,18 +472,26 @@ const fields<delivery_adapter_config>& adapter_fields() {
     choice("kind", &c::kind, "the adapter").required(),
     texts_of("channels", &c::channels, channel_names(),
              "source channels it delivers for; * means all"),
-    text("url", &c::url, "webhook: where the envelope is POSTed", web_url()),
+    text("url", &c::url,
+         "webhook: where the envelope is POSTed; smtp: the relay",
+         adapter_url()),
     secret_text("token", &c::token, redact_token,
                 "webhook: bearer token sent as Authorization"),
     integer("timeout_ms", &c::timeout_ms, 1, 600000,
-            "webhook, telegram: deadline of one attempt"),
+            "webhook, telegram, smtp: deadline of one attempt"),
     integer("retries", &c::retries, 0, 100,
-            "webhook, telegram: attempts after the first"),
+            "webhook, telegram, smtp: attempts after the first"),
     text("path", &c::path, "outbox: file the JSON lines are appended to"),
     text("connector", &c::connector,
          "telegram: the telegram [[connector]] whose token and api_base it "
          "uses",
          plain_name_or_empty()),
+    text("from", &c::from, "smtp: the sender of the mails",
+         mail_address_text()),
+    text("username_env", &c::username_env,
+         "smtp: environment variable holding the relay user name", env_name()),
+    text("password_env", &c::password_env,
+         "smtp: environment variable holding the relay password", env_name()),
   };
   return list;
 }

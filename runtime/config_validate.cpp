@@ -229,9 +229,22 @@ void check_messenger_and_connectors(checker& c) {
     auto prefix = "messenger.adapter[" + std::to_string(i) + "]";
     if (a.kind == adapter_kind::telegram)
       check_telegram_adapter(c, a, prefix);
+    bool smtp_url = a.url.rfind("smtp", 0) == 0;
     if (a.kind == adapter_kind::webhook && a.url.empty())
       c.error(c.where({prefix + ".kind", prefix}), prefix + ".url",
               "a 'webhook' adapter requires a url");
+    if (a.kind == adapter_kind::webhook && smtp_url)
+      c.error(c.where({prefix + ".url", prefix}), prefix + ".url",
+              "a 'webhook' adapter needs an http:// or https:// url");
+    if (a.kind == adapter_kind::smtp && a.url.empty())
+      c.error(c.where({prefix + ".kind", prefix}), prefix + ".url",
+              "an 'smtp' adapter requires a url");
+    if (a.kind == adapter_kind::smtp && !a.url.empty() && !smtp_url)
+      c.error(c.where({prefix + ".url", prefix}), prefix + ".url",
+              "an 'smtp' adapter needs an smtp:// or smtps:// url");
+    if (a.kind == adapter_kind::smtp && a.from.empty())
+      c.error(c.where({prefix + ".kind", prefix}), prefix + ".from",
+              "an 'smtp' adapter requires from");
     if (a.kind == adapter_kind::outbox && a.path.empty())
       c.error(c.where({prefix + ".kind", prefix}), prefix + ".path",
               "an 'outbox' adapter requires a path");
@@ -250,7 +263,8 @@ void check_messenger_and_connectors(checker& c) {
     if (cn.type == connector_type::http && cn.enabled && !s.http.enabled)
       c.error(c.where({prefix + ".type", prefix}), prefix + ".type",
               "an 'http' connector requires http.enabled = true");
-    if ((cn.type == connector_type::http || cn.type == connector_type::telegram)
+    if ((cn.type == connector_type::http || cn.type == connector_type::telegram
+         || cn.type == connector_type::maildir)
         && cn.endpoint_identity.empty())
       c.error(c.where({prefix + ".type", prefix}),
               prefix + ".endpoint_identity",

@@ -3,12 +3,14 @@
 #include <spdlog/spdlog.h>
 
 #include "runtime/jsonl_source.hpp"
+#include "runtime/maildir_source.hpp"
 #include "runtime/telegram_poll.hpp"
 
 namespace butlers {
 
 std::unique_ptr<connector_source> make_connector_source(
-  const connector_config& cfg, const connector_source_limits& limits) {
+  const connector_config& cfg, const connector_source_limits& limits,
+  metrics_registry& metrics) {
   switch (cfg.type) {
     case connector_type::http: return nullptr;
     case connector_type::telegram: {
@@ -32,7 +34,9 @@ std::unique_ptr<connector_source> make_connector_source(
       o.max_line_bytes = limits.max_envelope_bytes;
       return std::make_unique<jsonl_source>(std::move(o));
     }
-    case connector_type::maildir: break;
+    case connector_type::maildir:
+      return std::make_unique<
+        maildir_source>(cfg, register_maildir_metrics(metrics, cfg.name));
   }
   spdlog::error("connector {}: {} sources are not part of this build", cfg.name,
                 to_string(cfg.type));

@@ -9,6 +9,7 @@
 
 #include "runtime/config.hpp"
 #include "runtime/connector_source.hpp"
+#include "runtime/metrics.hpp"
 
 namespace butlers {
 
@@ -21,8 +22,10 @@ struct connector_source_limits {
 
 /// The source a connector of `cfg.type` (and `cfg.mode`) runs on its own
 /// thread, or null for a connector the HTTP server feeds (a Telegram
-/// webhook, an `http` connector).
+/// webhook, an `http` connector). Sources with counters of their own
+/// register them in `metrics`.
 std::unique_ptr<connector_source> make_connector_source(
-  const connector_config& cfg, const connector_source_limits& limits);
+  const connector_config& cfg, const connector_source_limits& limits,
+  metrics_registry& metrics);
 
 } // namespace butlers

@@ -138,6 +138,7 @@ delivery_adapter_ptr make_delivery_adapter(
         }
       return std::make_shared<telegram_adapter>(cfg, std::move(ep));
     }
+    case adapter_kind::smtp: return std::make_shared<smtp_adapter>(cfg);
     case adapter_kind::outbox: break;
   }
   return std::make_shared<outbox_adapter>(cfg);

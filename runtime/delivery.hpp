@@ -8,6 +8,8 @@
 // that never block) decides on which thread a delivery runs.
 
 #include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -19,6 +21,7 @@
 #include "runtime/delivery_services.hpp"
 #include "runtime/messages.hpp"
 #include "runtime/route.hpp"
+#include "runtime/smtp_client.hpp"
 
 namespace butlers {
 
@@ -105,6 +108,49 @@ class outbox_adapter final : public delivery_adapter {
 
   void post(const notify_view& view, const std::string& notify,
             std::function<void(delivery_attempt)> done) const override;
+};
+
+/// Mails the answer through an SMTP relay (runtime/smtp_delivery.cpp). A
+/// reply goes to the source mail's Reply-To (else its From) with "Re: " and
+/// its subject, In-Reply-To its Message-ID and References its References
+/// plus that id, read from the stored request (`payload.raw`, see
+/// `mail_raw_fields`); a reply to a request that did not come by mail, or
+/// whose row is gone, goes to the recipient of the notify without
+/// threading. The send is recorded in the outbound ledger under (request,
+/// segment, "mail") before and after it, and its Message-ID follows that
+/// key, so a redelivery in the counted window carries the same id.
+/// Automatic replies to auto-submitted mail (bounces, vacation notices;
+/// RFC 3834) are refused, which breaks mail loops.
+class smtp_adapter final : public delivery_adapter {
+ public:
+  /// How a mail goes out: `smtp_send`, or a fake in unit tests.
+  using send_fn = std::function<
+    smtp_result(const std::string& url, const smtp_message& m,
+                const std::string& username, const std::string& password,
+                std::chrono::milliseconds timeout,
+                const std::atomic<bool>* cancel)>;
+
+  /// Sends with `smtp_send`; the credentials are read once, here, from the
+  /// environment variables `cfg` names.
+  explicit smtp_adapter(delivery_adapter_config cfg);
+
+  /// The same with the send function, the environment and the clock given.
+  smtp_adapter(delivery_adapter_config cfg, send_fn send,
+               const std::function<const char*(const char*)>& getenv_fn,
+               std::function<int64_t()> now_us);
+
+  delivery_attempt deliver(const delivery_context& dc) const override;
+
+ private:
+  /// Sends `m`, retrying transient failures `cfg_.retries` times with
+  /// backoff; stops early when `stop` is raised.
+  smtp_result send_with_retries(const smtp_message& m,
+                                const std::atomic<bool>* stop) const;
+
+  send_fn send_;
+  std::string username_;
+  std::string password_;
+  std::function<int64_t()> now_us_;
 };
 
 using delivery_adapter_ptr = std::shared_ptr<const delivery_adapter>;

@@ -243,6 +243,7 @@ notify_view read_notify(const rapidjson::Value& doc) {
     v.intent = member(*d, "intent");
     v.channel = member(*d, "channel");
     v.recipient = member(*d, "recipient");
+    v.subject = member(*d, "subject");
     v.message = member(*d, "message");
     if (auto r = object_at(*d, "reaction")) {
       v.reaction_state = member(*r, "state");

@@ -143,6 +143,8 @@ struct notify_view {
   std::string intent;
   std::string channel;
   std::string recipient;
+  /// delivery.subject ("" when absent): the subject of a mail.
+  std::string subject;
   std::string message;
   /// intent "react": delivery.reaction's state ("progress", "queued",
   /// "parsed", "errored") and at_us ("" and 0 otherwise).

@@ -856,7 +856,8 @@ retries = 101
           {err("messenger.max_concurrent_sessions"),
            err("messenger.max_pendng").has("did you mean 'max_pending'?"),
            err("messenger.adapter[0].kind")
-             .is("must be one of webhook, outbox, telegram, got 'pigeon'"),
+             .is("must be one of webhook, outbox, telegram, smtp, got "
+                 "'pigeon'"),
            err("messenger.adapter[1].url")
              .reads("node.toml:8:7: messenger.adapter[1].url: unsupported "
                     "scheme 'ftp' (only http:// and https:// are)"),
@@ -867,6 +868,30 @@ retries = 101
              .is("URL 'hooks.example/notify' has no scheme (expected http:// "
                  "or https://)"),
            err("messenger.adapter[2].retries")}),
+  parsing("smtp_adapter_value_errors", R"([[messenger.adapter]]
+kind = "smtp"
+url = "smtp://"
+from = "not an address"
+username_env = "1BAD"
+[[messenger.adapter]]
+kind = "smtp"
+url = "smtps://relay.example:0"
+from = "Butlers <butlers@example.org>"
+password_env = "MY-PASS"
+)",
+          5,
+          {err("messenger.adapter[0].url")
+             .is("expected smtp://HOST[:PORT] or smtps://HOST[:PORT] "
+                 "(credentials come from the environment), got 'smtp://'"),
+           err("messenger.adapter[0].from")
+             .is("expected a mail address such as butlers@example.org or "
+                 "\"Butlers <butlers@example.org>\", got 'not an address'"),
+           err("messenger.adapter[0].username_env")
+             .is("must be an environment variable name "
+                 "([A-Za-z_][A-Za-z0-9_]*), got '1BAD'"),
+           err("messenger.adapter[1].url")
+             .is("port of 'smtps://relay.example:0' must be in 1..65535"),
+           err("messenger.adapter[1].password_env")}),
   parsing("adapter_kind_is_required", "[[messenger.adapter]]\npath = \"x\"\n",
           1, {err("messenger.adapter[0].kind").is("missing required key")}),
   parsing("switchboard_routing_value_errors", R"([switchboard]
@@ -1036,10 +1061,12 @@ path = "/tmp/x.jsonl"
 [cluster.tls]
 key = "/k"
 )",
-             6,
+             7,
              {err("butler[0].runtime.command").at(5), err("butler[1].node"),
-              err("connector[0].path"), err("connector[1].name"),
-              err("cluster.tls.cert"),
+              err("connector[0].path"),
+              err("connector[0].endpoint_identity")
+                .is("a 'maildir' connector requires an endpoint_identity"),
+              err("connector[1].name"), err("cluster.tls.cert"),
               err("cluster.tls.ca")
                 .is("missing: [cluster.tls] needs cert, "
                     "key and ca (mutual authentication)")}),
@@ -1134,6 +1161,32 @@ channels = []
                          .reads("node.toml:5:1: messenger.adapter[1].path: an "
                                 "'outbox' adapter requires a path"),
                        err("messenger.adapter[2].channels")})),
+  in_order(validating("smtp_adapter_required_fields", R"([messenger]
+[[messenger.adapter]]
+kind = "smtp"
+[[messenger.adapter]]
+kind = "smtp"
+url = "https://hooks.example/n"
+from = "b@example.org"
+[[messenger.adapter]]
+kind = "webhook"
+url = "smtp://relay.example"
+)",
+                      4,
+                      {err("messenger.adapter[0].url")
+                         .reads("node.toml:3:1: messenger.adapter[0].url: an "
+                                "'smtp' adapter requires a url"),
+                       err("messenger.adapter[0].from")
+                         .reads("node.toml:3:1: messenger.adapter[0].from: an "
+                                "'smtp' adapter requires from"),
+                       err("messenger.adapter[1].url")
+                         .reads("node.toml:6:1: messenger.adapter[1].url: an "
+                                "'smtp' adapter needs an smtp:// or smtps:// "
+                                "url"),
+                       err("messenger.adapter[2].url")
+                         .reads("node.toml:10:1: messenger.adapter[2].url: a "
+                                "'webhook' adapter needs an http:// or "
+                                "https:// url")})),
   in_order(validating("telegram_connectors_need_their_secrets", R"([[connector]]
 name = "hook"
 type = "telegram"
@@ -1397,17 +1450,26 @@ TEST(config, to_toml_round_trips_runtime_schedules_and_adapters) {
   s.butlers.back().name = "c";
   s.butlers.back().runtime.fail_rate = 1e-9;
   s.messenger.max_pending = 0;
-  s.messenger.adapters.push_back({adapter_kind::webhook,
-                                  {"api", "mcp"},
-                                  "http://h:1/x",
-                                  "",
-                                  1,
-                                  100,
-                                  "",
-                                  "",
-                                  {}});
-  s.messenger.adapters.push_back(
-    {adapter_kind::outbox, {"*"}, "", "", 5000, 3, "o.jsonl", "", {}});
+  delivery_adapter_config hook;
+  hook.kind = adapter_kind::webhook;
+  hook.channels = {"api", "mcp"};
+  hook.url = "http://h:1/x";
+  hook.timeout_ms = 1;
+  hook.retries = 100;
+  s.messenger.adapters.push_back(hook);
+  delivery_adapter_config box;
+  box.path = "o.jsonl";
+  s.messenger.adapters.push_back(box);
+  delivery_adapter_config mail;
+  mail.kind = adapter_kind::smtp;
+  mail.channels = {"email"};
+  mail.url = "smtps://relay.example:465";
+  mail.timeout_ms = 20000;
+  mail.retries = 2;
+  mail.from = "Butlers <b@example.org>";
+  mail.username_env = "RELAY_USER";
+  mail.password_env = "";
+  s.messenger.adapters.push_back(mail);
   auto text = to_toml(s);
   auto back = parse_config(text, "out.toml");
   ASSERT_TRUE(back.settings) << dump(back.errors) << text;

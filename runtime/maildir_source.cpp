@@ -1,0 +1,71 @@
+#include "runtime/maildir_source.hpp"
+
+#include <chrono>
+#include <stdexcept>
+
+#include <spdlog/spdlog.h>
+
+#include "runtime/threads.hpp"
+
+namespace butlers {
+
+mail_submit_result mail_verdict(const submit_outcome& out) {
+  switch (out.status) {
+    case submit_status::accepted:
+    case submit_status::deduped: return {mail_submit::stored, out.request_id};
+    case submit_status::invalid: return {mail_submit::invalid, out.message};
+    default: return {mail_submit::later, out.message};
+  }
+}
+
+maildir_source::maildir_source(connector_config cfg, maildir_metrics metrics)
+  : cfg_(std::move(cfg)), metrics_(metrics) {
+  // nop
+}
+
+void maildir_source::run(connector_sink& sink) {
+  maildir dir{cfg_.path};
+  if (auto err = dir.prepare(); !err.empty())
+    throw std::runtime_error("maildir " + cfg_.path + ": " + err);
+  auto submit = [&sink](const std::vector<std::string>& envelopes) {
+    std::vector<submission> batch;
+    batch.reserve(envelopes.size());
+    for (auto& e : envelopes)
+      batch.push_back(submission{e, {}});
+    auto outcomes = sink.submit_all(std::move(batch));
+    std::vector<mail_submit_result> out;
+    out.reserve(outcomes.size());
+    for (auto& o : outcomes)
+      out.push_back(mail_verdict(o));
+    return out;
+  };
+  maildir_poller poller{dir,
+                        cfg_.endpoint_identity,
+                        cfg_.max_in_flight,
+                        submit,
+                        metrics_,
+                        [] {
+                          return unix_now_us();
+                        }};
+  auto& stop = sink.stop();
+  std::string last_error;
+  while (!stop.raised()) {
+    auto r = poller.poll_once(batch, stop.flag());
+    // Files quarantined before their submission were never counted by the
+    // sink: count them as input it could not read.
+    if (r.unreadable > 0)
+      sink.count(source_event::invalid, r.unreadable);
+    if (!r.error.empty())
+      sink.count(source_event::failed);
+    if (r.error != last_error) {
+      if (!r.error.empty())
+        spdlog::error("connector {}: {}", cfg_.name, r.error);
+      last_error = r.error;
+    }
+    bool more = r.listed == batch && r.deferred == 0 && r.stuck < r.listed;
+    if (!more && !stop.sleep_for(std::chrono::milliseconds{cfg_.poll_ms}))
+      break;
+  }
+}
+
+} // namespace butlers
