@@ -4,15 +4,17 @@
 #include <csignal>
 #include <cstdlib>
 #include <future>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
+#include <caf/exit_reason.hpp>
+#include <caf/send.hpp>
 #include <caf/spawn_options.hpp>
 #include <spdlog/spdlog.h>
 
-#include "actors/http_bridge.hpp"
 #include "runtime/connector_ingest.hpp"
 #include "runtime/connector_sources.hpp"
 #include "runtime/threads.hpp"
@@ -146,21 +148,42 @@ class actor_sink final : public connector_sink {
 
  private:
   /// One request to `hdl`, waited for on this (the source's) thread.
+  /// One request to `hdl`, waited for on this (the source's) thread;
+  /// nullopt when it failed, or at once when the connector stops: an actor
+  /// of CAF 0.17 that dies holding a request never answers it, so the
+  /// request's own actor is ended then rather than waited for (the node's
+  /// shutdown waits for every actor).
   template<class Reply, class Handle, class... Ts>
   std::optional<Reply> call(const Handle& hdl, Ts... xs) {
-    if (!hdl)
+    if (!hdl || stop_->raised())
       return std::nullopt;
     auto done = std::make_shared<std::promise<std::optional<Reply>>>();
     auto result = done->get_future();
-    bridge<Reply>(
-      sys_, hdl, sink_timeout,
-      [done](Reply& r) {
-        done->set_value(std::move(r));
+    auto caller = sys_.spawn(
+      [](caf::event_based_actor* self, Handle hdl,
+         std::shared_ptr<std::promise<std::optional<Reply>>> done,
+         std::tuple<Ts...> msg) {
+        std::apply(
+          [&](auto&... xs) {
+            self->request(hdl, sink_timeout, std::move(xs)...)
+              .then(
+                [done](Reply& r) {
+                  done->set_value(std::move(r));
+                },
+                [done](const caf::error&) {
+                  done->set_value(std::nullopt);
+                });
+          },
+          msg);
       },
-      [done](const caf::error&) {
-        done->set_value(std::nullopt);
-      },
-      std::move(xs)...);
+      hdl, done, std::make_tuple(std::move(xs)...));
+    while (result.wait_for(std::chrono::milliseconds{20})
+           != std::future_status::ready) {
+      if (stop_->raised()) {
+        caf::anon_send_exit(caller, caf::exit_reason::kill);
+        return std::nullopt;
+      }
+    }
     return result.get();
   }
 

@@ -68,8 +68,8 @@ void show_lifecycle(switchboard_ptr self, const request_context& ctx,
                     });
 }
 
-void owe_terminal(switchboard_ptr self, finished_request f,
-                  std::function<void(completion, bool)> then) {
+void hand_over_owed(switchboard_ptr self, finished_request f,
+                    std::function<void(completion, bool)> then) {
   std::vector<std::string> owed;
   auto& ctx = f.context;
   if (self->state.ctx->lifecycle.reacts(ctx.source_channel)) {

@@ -46,8 +46,27 @@ void show_lifecycle(switchboard_ptr self, const request_context& ctx,
 /// when there is nothing to hand over), or false when one could not be
 /// handed over for now (the transition must wait: the request stays in
 /// progress, and the cold path takes it again after its lease).
-void owe_terminal(switchboard_ptr self, finished_request f,
-                  std::function<void(completion, bool)> then);
+void hand_over_owed(switchboard_ptr self, finished_request f,
+                    std::function<void(completion, bool)> then);
+
+/// Whether finished request `f` owes its sender anything (see
+/// `owe_terminal`).
+inline bool owes(switchboard_ptr self, const finished_request& f) {
+  return !f.notify.empty()
+         || self->state.ctx->lifecycle.reacts(f.context.source_channel);
+}
+
+/// `hand_over_owed`, with a request that owes nothing (a parsed request on
+/// a channel without reactions: nearly all of them) going on at once,
+/// without allocating.
+template<class F>
+void owe_terminal(switchboard_ptr self, finished_request f, F then) {
+  if (!owes(self, f)) {
+    then(std::move(f.done), true);
+    return;
+  }
+  hand_over_owed(self, std::move(f), std::move(then));
+}
 
 // -- butlers ------------------------------------------------------------------
 

@@ -15,10 +15,12 @@
 #include <gtest/gtest.h>
 #include <pqxx/pqxx>
 
+#include "test/support/cluster_harness.hpp"
 #include "test/support/fake_telegram.hpp"
 #include "test/support/http_client.hpp"
 #include "test/support/node_fixture.hpp"
 #include "test/support/node_process.hpp"
+#include "test/support/pg.hpp"
 #include "test/support/poll.hpp"
 #include "test/support/telegram_updates.hpp"
 
@@ -50,6 +52,20 @@ std::string string_member(const std::string& body, const std::string& key) {
     return {};
   at += key.size() + 4;
   return body.substr(at, body.find('"', at) - at);
+}
+
+/// An Update POSTed to the webhook of connector `name` as Telegram does.
+http_response post_update(const http_client& http, const std::string& update,
+                          const std::string& token = secret,
+                          const std::string& name = "tg") {
+  std::string req = "POST /v1/connectors/" + name
+                    + "/webhook HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                      "Connection: close\r\nContent-Type: application/json\r\n"
+                      "Content-Length: "
+                    + std::to_string(update.size()) + "\r\n";
+  if (!token.empty())
+    req += "X-Telegram-Bot-Api-Secret-Token: " + token + "\r\n";
+  return http.raw(req + "\r\n" + update);
 }
 
 telegram::message_spec msg(int64_t message_id, const std::string& text,
@@ -107,19 +123,12 @@ class Connectors : public node_fixture {
     return {{"BUTLERS_CONNECTOR_TG_SECRET_TOKEN", secret}};
   }
 
-  /// POSTs an Update to the webhook of `name` as Telegram does.
+  /// POSTs an Update to this node's webhook of `name`.
   http_response post_update(const std::string& update,
                             const std::string& token = secret,
                             const std::string& name = "tg") {
-    std::string req = "POST /v1/connectors/" + name
-                      + "/webhook HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                        "Connection: close\r\nContent-Type: "
-                        "application/json\r\n"
-                        "Content-Length: "
-                      + std::to_string(update.size()) + "\r\n";
-    if (!token.empty())
-      req += "X-Telegram-Bot-Api-Secret-Token: " + token + "\r\n";
-    return http_client{"127.0.0.1", port_}.raw(req + "\r\n" + update);
+    return test::post_update(http_client{"127.0.0.1", port_}, update, token,
+                             name);
   }
 
   std::string metrics() {
@@ -325,6 +334,33 @@ TEST_F(Connectors, KilledBetweenTheCommitAndThe200TheRetryIsOneRequest) {
     },
     20s));
   EXPECT_EQ(replies_with("buy milk"), 1u) << "one request, one reply";
+}
+
+TEST(ConnectorNodes, OnlyNodesThatRunTheSwitchboardRunConnectors) {
+  auto common = std::string{"[[butler]]\nname = \"general\"\n"
+                            "[butler.runtime]\nturn_ms = 0\n"
+                            "[[connector]]\nname = \"tg\"\n"
+                            "type = \"telegram\"\nendpoint_identity = \""}
+                + bot + "\"\nsecret_token = \"" + secret + "\"\n";
+  cluster_harness h{fresh_database("connector_nodes"), common};
+  cluster_node_spec sb;
+  sb.name = "node-s";
+  cluster_node_spec only;
+  only.name = "node-b";
+  only.switchboard = false;
+  only.peers = {"node-s"};
+  auto s = h.add(sb);
+  auto b = h.add(only);
+  std::string why;
+  ASSERT_TRUE(h.start_all(&why)) << why;
+  auto update = telegram::message_update(msg(3, "hello"), 90001);
+  auto refused = post_update(h.http(b), update);
+  EXPECT_EQ(refused.status, 404) << refused.body;
+  EXPECT_EQ(h.http(b).get("/metrics").body.find("butlers_connector_"),
+            std::string::npos);
+  auto taken = post_update(h.http(s), update);
+  EXPECT_EQ(taken.status, 200) << taken.body;
+  EXPECT_EQ(h.metric(s, series("butlers_connector_up", "tg")), 1);
 }
 
 // -- poll ---------------------------------------------------------------------

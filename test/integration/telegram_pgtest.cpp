@@ -49,15 +49,17 @@ class TelegramReplies : public node_fixture {
 
   /// The node: a `health` butler (keyword "pill") with `runtime` settings,
   /// replies through a telegram adapter whose connector points at the fake.
+  /// `connector` is the rest of the `bot` connector's table (by default a
+  /// disabled one, lending the adapter its token and api_base).
   std::string config(const std::string& runtime, const std::string& health = "",
-                     const std::string& adapter = "") {
+                     const std::string& adapter = "",
+                     const std::string& connector = "enabled = false\n") {
     return node_head("telegram-test", 5)
            + "[[butler]]\nname = \"health\"\nkeywords = [\"pill\"]\n" + health
            + "[butler.runtime]\n" + runtime
            + "[[connector]]\nname = \"bot\"\ntype = \"telegram\"\n"
-             "endpoint_identity = \"butlers_test_bot\"\nenabled = false\n"
-             "api_base = \""
-           + tg.base_url()
+             "endpoint_identity = \"butlers_test_bot\"\n"
+           + connector + "api_base = \"" + tg.base_url()
            + "\"\n[[messenger.adapter]]\nkind = \"telegram\"\n"
              "connector = \"bot\"\n"
            + adapter;
@@ -65,7 +67,51 @@ class TelegramReplies : public node_fixture {
 
   void start(const std::string& cfg) {
     use_database("telegram_node");
-    ASSERT_TRUE(start_node(cfg, {{"BUTLERS_CONNECTOR_BOT_TOKEN", tg.token()}}));
+    ASSERT_TRUE(start_node(cfg, {{"BUTLERS_CONNECTOR_BOT_TOKEN", tg.token()},
+                                 {"BUTLERS_CONNECTOR_BOT_SECRET_TOKEN",
+                                  webhook_secret}}));
+  }
+
+  static constexpr const char* webhook_secret = "e2e-Secret_7";
+
+  /// A Telegram message Update with `text` in the test chat; its
+  /// message_id is stored in `message_id`.
+  std::string update_with(const std::string& text, int64_t& message_id) {
+    tgu::message_spec m;
+    m.message_id = message_id = next_message++;
+    m.chat_id = chat;
+    m.from.id = chat;
+    m.text = text;
+    return tgu::message_update(m, next_update++);
+  }
+
+  /// POSTs `update` to the bot connector's webhook as Telegram does.
+  http_response post_webhook(const std::string& update) {
+    return http_->raw("POST /v1/connectors/bot/webhook HTTP/1.1\r\n"
+                      "Host: 127.0.0.1\r\nConnection: close\r\n"
+                      "Content-Type: application/json\r\n"
+                      "X-Telegram-Bot-Api-Secret-Token: "
+                      + std::string{webhook_secret} + "\r\nContent-Length: "
+                      + std::to_string(update.size()) + "\r\n\r\n" + update);
+  }
+
+  /// The reply to `message` arrived as sendMessage to the chat replying to
+  /// it with `text`, and its reactions were `expected`, in order.
+  void expect_answered(int64_t message, const std::string& text,
+                       const std::vector<std::string>& expected) {
+    ASSERT_TRUE(reaction_ends_with(message, expected.back())) << node_->log();
+    ASSERT_TRUE(eventually(
+      [&] {
+        return !tg.messages_to(chat).empty();
+      },
+      30s))
+      << node_->log();
+    auto sent = tg.messages_to(chat);
+    ASSERT_EQ(sent.size(), 1u);
+    EXPECT_NE(sent[0].text.find(text), std::string::npos) << sent[0].text;
+    ASSERT_TRUE(sent[0].reply_to_message_id);
+    EXPECT_EQ(*sent[0].reply_to_message_id, message);
+    EXPECT_EQ(tg.reactions_of(chat, message), expected);
   }
 
   /// Posts a Telegram message with `text` to /v1/ingest as the connector
@@ -165,6 +211,53 @@ TEST_F(TelegramReplies, TheReplyAnswersTheMessageWhichShowsProgressThenDone) {
   EXPECT_EQ(sends("message"), 1);
   EXPECT_EQ(sends("reaction"), 2);
 }
+
+// -- end to end through the connector
+// ------------------------------------------
+
+TEST_F(TelegramReplies, AnUpdateAtTheWebhookIsAnsweredWithProgressThenDone) {
+  start(config("turn_ms = 1000\nreply = \"noted: {prompt}\"\n", "", "",
+               "mode = \"webhook\"\n"));
+  int64_t msg = 0;
+  auto r = post_webhook(update_with("my pill at nine", msg));
+  ASSERT_EQ(r.status, 200) << r.body << r.error;
+  expect_answered(msg, "noted: my pill at nine", {eyes, thumbs_up});
+}
+
+TEST_F(TelegramReplies, AnUpdateAtTheWebhookForAFailingButlerShowsErrored) {
+  start(config("turn_ms = 500\nfail_rate = 1.0\n"
+               "fail_class = \"validation_error\"\n",
+               "", "", "mode = \"webhook\"\n"));
+  int64_t msg = 0;
+  auto r = post_webhook(update_with("a pill question", msg));
+  ASSERT_EQ(r.status, 200) << r.body << r.error;
+  expect_answered(msg, "could not be completed", {eyes, invader});
+}
+
+TEST_F(TelegramReplies,
+       AnUpdateFetchedByPollingIsAnsweredWithProgressThenDone) {
+  start(config("turn_ms = 1000\nreply = \"noted: {prompt}\"\n", "", "",
+               "mode = \"poll\"\npoll_timeout_s = 2\n"));
+  int64_t msg = 0;
+  tg.push_update(update_with("my pill at ten", msg));
+  expect_answered(msg, "noted: my pill at ten", {eyes, thumbs_up});
+  EXPECT_TRUE(eventually(
+    [&] {
+      return tg.pending_updates() == 0;
+    },
+    10s));
+}
+
+TEST_F(TelegramReplies, AnUpdateFetchedByPollingForAFailingButlerShowsErrored) {
+  start(config("turn_ms = 500\nfail_rate = 1.0\n"
+               "fail_class = \"validation_error\"\n",
+               "", "", "mode = \"poll\"\npoll_timeout_s = 2\n"));
+  int64_t msg = 0;
+  tg.push_update(update_with("a pill question", msg));
+  expect_answered(msg, "could not be completed", {eyes, invader});
+}
+
+// -- the reply side -----------------------------------------------------------
 
 TEST_F(TelegramReplies, AFailingButlerShowsErroredAndTheErrorReplyArrives) {
   start(config("turn_ms = 1000\nfail_rate = 1.0\n"

@@ -518,9 +518,9 @@ TEST(http_client, https_verifies_the_server_against_the_ca_file) {
   temp_dir dir;
   test_pki pki{dir.path()};
   scripted_http_server server{[](const seen_request& req) {
-                           return http_reply(200, "secure " + req.target);
-                         },
-                         pki.server_context()};
+                                return http_reply(200, "secure " + req.target);
+                              },
+                              pki.server_context()};
   http_client_options o;
   o.ca_file = pki.ca_file();
   http_client trusting{o};
@@ -544,9 +544,9 @@ TEST(http_client, https_checks_the_host_name) {
   // Signed by the trusted CA, but for another name.
   test_pki pki{dir.path(), "DNS:other.example"};
   scripted_http_server server{[](const seen_request&) {
-                           return http_reply(200);
-                         },
-                         pki.server_context()};
+                                return http_reply(200);
+                              },
+                              pki.server_context()};
   http_client_options o;
   o.ca_file = pki.ca_file();
   http_client client{o};

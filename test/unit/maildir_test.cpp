@@ -67,6 +67,14 @@ void write(const fs::path& p, const std::string& bytes) {
   out << bytes;
 }
 
+/// Delivers as Maildir writers do: written in tmp/, then renamed into new/,
+/// so a poller never sees a half-written file.
+void deliver(const fs::path& box, const std::string& name,
+             const std::string& bytes) {
+  write(box / "tmp" / name, bytes);
+  fs::rename(box / "tmp" / name, box / "new" / name);
+}
+
 std::vector<std::string> names_in(const fs::path& dir) {
   std::vector<std::string> out;
   for (auto& e : fs::directory_iterator{dir})
@@ -474,10 +482,10 @@ TEST(MaildirSource, PollsNewUntilStoppedAndCountsWhatItCannotRead) {
     },
     std::chrono::seconds{10}));
   for (int i = 0; i < 70; ++i) // more than one pass takes
-    write(box / "new" / (std::to_string(1000 + i) + ".M.host"),
-          "From: a@example.org\nMessage-ID: <" + std::to_string(i)
-            + "@x>\n\nhi\n");
-  write(box / "new" / "2000.bad.host", fixture("malformed_no_from.eml"));
+    deliver(box, std::to_string(1000 + i) + ".M.host",
+            "From: a@example.org\nMessage-ID: <" + std::to_string(i)
+              + "@x>\n\nhi\n");
+  deliver(box, "2000.bad.host", fixture("malformed_no_from.eml"));
   EXPECT_TRUE(test::eventually(
     [&] {
       return names_in(box / "cur").size() == 70;

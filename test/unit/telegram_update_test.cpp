@@ -11,6 +11,7 @@
 #include "runtime/connector_ingest.hpp"
 #include "runtime/json.hpp"
 #include "runtime/telegram_update.hpp"
+#include "test/support/telegram_updates.hpp"
 
 namespace butlers {
 namespace {
@@ -227,6 +228,41 @@ TEST(TelegramUpdate, MutatedUpdatesNeverCrashAndEnvelopesAlwaysValidate) {
     auto body = update;
     body[pos(rng)] = static_cast<char>(byte(rng));
     check(body);
+  }
+}
+
+// The recorded Updates of test/fixtures/telegram, each as its README row
+// says it should be taken.
+TEST(TelegramUpdate, TheRecordedFixturesAreTakenIgnoredOrRefused) {
+  struct expectation {
+    const char* fixture;
+    update_verdict verdict;
+    const char* kind;
+  };
+  const expectation cases[] = {
+    {"message_text", update_verdict::envelope, "message"},
+    {"message_group", update_verdict::envelope, "message"},
+    {"message_reply", update_verdict::envelope, "message"},
+    {"message_document", update_verdict::envelope, "message"},
+    {"edited_message", update_verdict::envelope, "edited_message"},
+    {"channel_post", update_verdict::envelope, "channel_post"},
+    {"callback_query", update_verdict::ignored, "callback_query"},
+    {"my_chat_member", update_verdict::ignored, "my_chat_member"},
+    {"malformed_no_update_id", update_verdict::invalid, ""},
+    {"malformed_message_without_chat", update_verdict::invalid, "message"},
+    {"malformed_text_not_string", update_verdict::invalid, "message"},
+  };
+  for (auto& c : cases) {
+    auto text = test::telegram::fixture(c.fixture);
+    auto m = map_telegram_update(text, bot);
+    EXPECT_EQ(m.verdict, c.verdict) << c.fixture << ": " << m.reason;
+    EXPECT_EQ(m.kind, c.kind) << c.fixture;
+    if (m.verdict == update_verdict::envelope) {
+      auto rec = ingested(m);
+      EXPECT_EQ(raw_of(m.envelope), canonical(text)) << c.fixture;
+      EXPECT_EQ(rec.dedupe_key,
+                "tg:5:mybot:" + std::to_string(m.update_id.value_or(-1)));
+    }
   }
 }
 
