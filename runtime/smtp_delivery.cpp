@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "runtime/delivery.hpp"
+#include "runtime/interruptible_sleep.hpp"
 #include "runtime/mail.hpp"
 
 namespace butlers {
@@ -40,19 +41,6 @@ delivery_attempt failure(std::string error, bool retryable,
   a.retryable = retryable;
   a.error_class = error_class;
   return a;
-}
-
-/// Sleeps `d` in slices, false as soon as `stop` is raised.
-bool sleep_unless_stopped(milliseconds d, const std::atomic<bool>* stop) {
-  auto until = std::chrono::steady_clock::now() + d;
-  while (std::chrono::steady_clock::now() < until) {
-    if (stop != nullptr && stop->load())
-      return false;
-    std::this_thread::sleep_for(
-      std::min(milliseconds{50}, std::chrono::duration_cast<milliseconds>(
-                                   until - std::chrono::steady_clock::now())));
-  }
-  return stop == nullptr || !stop->load();
 }
 
 /// The source mail of a reply: its stored headers, nothing (not a mail, or

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "runtime/http_client.hpp"
+#include "runtime/interruptible_sleep.hpp"
 #include "runtime/lifecycle.hpp"
 #include "runtime/resilience.hpp"
 #include "runtime/scripted.hpp"
@@ -16,23 +17,6 @@ namespace butlers {
 namespace {
 
 using namespace std::chrono_literals;
-
-bool stopped(const std::atomic<bool>* stop) {
-  return stop != nullptr && stop->load();
-}
-
-/// Sleeps `d` unless `stop` is set meanwhile; false when it was.
-bool pause(std::chrono::milliseconds d, const std::atomic<bool>* stop) {
-  auto until = std::chrono::steady_clock::now() + d;
-  while (std::chrono::steady_clock::now() < until) {
-    if (stopped(stop))
-      return false;
-    auto left = until - std::chrono::steady_clock::now();
-    std::this_thread::sleep_for(
-      std::min<std::chrono::steady_clock::duration>(left, 50ms));
-  }
-  return !stopped(stop);
-}
 
 delivery_attempt failed(const std::string& cls, std::string what,
                         bool retryable) {
@@ -102,7 +86,7 @@ telegram_answer telegram_adapter::call(const std::string& method,
                                   timing_.backoff_cap, rng);
     spdlog::info("telegram: {} failed ({}: {}); attempt {} in {} ms", method,
                  a.error_class, a.description, attempt + 2, wait.count());
-    if (!pause(wait, dc.stop)) {
+    if (!sleep_unless_stopped(wait, dc.stop)) {
       a.what = telegram_answer::outcome::fail;
       a.description += " (stopped)";
       return a;

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "runtime/http_client.hpp"
+#include "runtime/interruptible_sleep.hpp"
 
 namespace butlers {
 
@@ -133,20 +134,6 @@ bool parse_port(std::string_view text, uint16_t& port, std::string* error) {
 
 bool cancelled(const std::atomic<bool>* cancel) {
   return cancel != nullptr && cancel->load(std::memory_order_relaxed);
-}
-
-/// Sleeps `d` in slices of at most 50 ms; false when cancelled meanwhile.
-bool sleep_unless_cancelled(milliseconds d, const std::atomic<bool>* cancel) {
-  auto end = steady::now() + d;
-  for (;;) {
-    if (cancelled(cancel))
-      return false;
-    auto now = steady::now();
-    if (now >= end)
-      return true;
-    std::this_thread::sleep_for(
-      std::min<steady::duration>(end - now, milliseconds{50}));
-  }
 }
 
 /// A uniformly random duration in [0, limit].
@@ -284,7 +271,7 @@ webhook_outcome deliver_webhook(const http_url& url, std::string_view body,
     auto delay = wait ? std::min(*wait,
                                  std::max(policy.backoff_cap, milliseconds{0}))
                       : jitter(backoff_limit(policy, attempt));
-    if (!sleep_unless_cancelled(delay, cancel))
+    if (!sleep_unless_stopped(delay, cancel))
       return on_cancel();
   }
 }
