@@ -20,6 +20,7 @@
 
 #include "runtime/http_client.hpp"
 #include "test/support/scripted_http_server.hpp"
+#include "test/support/temp_dir.hpp"
 
 using namespace butlers;
 using namespace butlers::test;
@@ -45,27 +46,7 @@ http_request get(const std::string& url) {
   return req;
 }
 
-/// A temporary directory removed (with its files) at the end of the test.
-class temp_dir {
- public:
-  temp_dir() {
-    std::string tmpl = "/tmp/butlers-http.XXXXXX";
-    if (::mkdtemp(tmpl.data()) == nullptr)
-      ADD_FAILURE() << "mkdtemp failed";
-    path_ = tmpl;
-  }
-  ~temp_dir() {
-    std::string cmd = "rm -rf '" + path_ + "'";
-    if (std::system(cmd.c_str()) != 0)
-      ADD_FAILURE() << "cannot remove " << path_;
-  }
-  const std::string& path() const {
-    return path_;
-  }
-
- private:
-  std::string path_;
-};
+using butlers::test::temp_dir;
 
 /// Sets (or unsets, with nullopt) an environment variable for one scope
 /// and restores it afterwards. Tests run one at a time, so nothing reads
@@ -516,7 +497,7 @@ TEST(http_client, is_safe_to_share_between_threads) {
 
 TEST(http_client, https_verifies_the_server_against_the_ca_file) {
   temp_dir dir;
-  test_pki pki{dir.path()};
+  test_pki pki{dir.str()};
   scripted_http_server server{[](const seen_request& req) {
                                 return http_reply(200, "secure " + req.target);
                               },
@@ -542,7 +523,7 @@ TEST(http_client, https_verifies_the_server_against_the_ca_file) {
 TEST(http_client, https_checks_the_host_name) {
   temp_dir dir;
   // Signed by the trusted CA, but for another name.
-  test_pki pki{dir.path(), "DNS:other.example"};
+  test_pki pki{dir.str(), "DNS:other.example"};
   scripted_http_server server{[](const seen_request&) {
                                 return http_reply(200);
                               },

@@ -17,35 +17,14 @@
 #include "runtime/maildir_source.hpp"
 #include "test/support/fake_connector_sink.hpp"
 #include "test/support/poll.hpp"
+#include "test/support/temp_dir.hpp"
 
 namespace butlers {
 namespace {
 
 namespace fs = std::filesystem;
 
-class temp_dir {
- public:
-  temp_dir() {
-    auto pattern = (fs::temp_directory_path() / "butlers-maildir-XXXXXX")
-                     .string();
-    if (::mkdtemp(pattern.data()) == nullptr)
-      ADD_FAILURE() << "mkdtemp failed";
-    path_ = pattern;
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string str() const {
-    return path_.string();
-  }
-  const fs::path& path() const {
-    return path_;
-  }
-
- private:
-  fs::path path_;
-};
+using butlers::test::temp_dir;
 
 std::string fixture(const std::string& name) {
   std::ifstream in{BUTLERS_SOURCE_DIR "/test/fixtures/mail/" + name,

@@ -15,6 +15,7 @@
 
 #include "runtime/json.hpp"
 #include "runtime/outbox.hpp"
+#include "test/support/temp_dir.hpp"
 
 using butlers::append_outbox_line;
 
@@ -22,27 +23,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// A fresh directory under the system temp dir, removed afterwards.
-class temp_dir {
- public:
-  temp_dir() {
-    auto pattern = (fs::temp_directory_path() / "butlers-outbox-XXXXXX")
-                     .string();
-    if (::mkdtemp(pattern.data()) == nullptr)
-      ADD_FAILURE() << "mkdtemp failed";
-    path_ = pattern;
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string file(const char* name) const {
-    return (path_ / name).string();
-  }
-
- private:
-  fs::path path_;
-};
+using butlers::test::temp_dir;
 
 std::vector<std::string> read_lines(const std::string& path, bool& ends_nl) {
   std::ifstream in{path, std::ios::binary};
