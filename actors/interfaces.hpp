@@ -242,7 +242,18 @@ using session_actor = caf::typed_actor<
   /// From its butler: the session timeout passed.
   caf::reacts_to<caf::timeout_atom>,
   /// INTERNAL: a blocking adapter finished.
-  caf::reacts_to<done_atom, adapter_result>>;
+  caf::reacts_to<done_atom, adapter_result>,
+  /// INTERNAL, from the adapter's thread: text the model has written so
+  /// far (a delta). Coalesced and passed to the observer as `delta`.
+  caf::reacts_to<delta_atom, std::string>,
+  /// INTERNAL: the coalesced deltas are due to the observer.
+  caf::reacts_to<flush_atom>,
+  /// INTERNAL, from the adapter's thread: tokens and cost so far
+  /// (cumulative), checked against the session's budget.
+  caf::reacts_to<usage_atom, session_usage>,
+  /// INTERNAL, from the adapter's thread: it applied steer inputs at a
+  /// boundary (passed to the observer).
+  caf::reacts_to<steer_atom, steer_applied>>;
 
 /// One run of the cli router, spawned detached per request (its process
 /// wait blocks).
@@ -323,7 +334,11 @@ using thread_actor = caf::typed_actor<
   /// The directory removed this thread: quit.
   caf::reacts_to<retire_atom>,
   /// A run's session applied steer inputs at a boundary.
-  caf::reacts_to<steer_atom, steer_applied>>::extend_with<route_listener_actor>;
+  caf::reacts_to<steer_atom, steer_applied>,
+  /// Text a run's session streamed (work id, coalesced delta): published
+  /// as a `delta` event.
+  caf::reacts_to<delta_atom, std::string,
+                 std::string>>::extend_with<route_listener_actor>;
 
 /// Maps thread id → thread actor: spawns threads on demand, forwards to
 /// them in arrival order, knows which thread runs which active run, and

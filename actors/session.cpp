@@ -35,12 +35,26 @@ route_response base_response(session_ptr self) {
   return r;
 }
 
+/// Passes the coalesced deltas to the observer.
+void flush_deltas(session_ptr self) {
+  auto& st = self->state;
+  st.flush_due = false;
+  if (st.deltas.empty())
+    return;
+  if (st.observer)
+    self->send(caf::actor_cast<thread_actor>(st.observer), delta_atom_v,
+               st.item.work_id, std::move(st.deltas));
+  st.deltas.clear();
+}
+
 /// Reports the outcome once and quits.
 void finish(session_ptr self, session_outcome out) {
   auto& st = self->state;
   if (st.finished)
     return;
+  flush_deltas(self);
   st.finished = true;
+  out.usage = st.usage;
   out.work_id = st.item.work_id;
   out.lease_token = st.item.lease_token;
   self->send(st.butler, done_atom_v, std::move(out));
@@ -352,6 +366,10 @@ void session_adapter::stop() {
   // Nothing runs outside the session.
 }
 
+void session_adapter::on_steer(session_ptr) {
+  // The inbox is read at the adapter's next turn.
+}
+
 session_answer session_adapter::answer(std::string text) const {
   return {R"({"reply":)" + json::quote(text) + "}", text};
 }
@@ -472,6 +490,7 @@ session_actor::behavior_type session(
       in.arrived_us = unix_now_us();
       in.arrived_turn = st.turn + 1;
       st.steer_inbox.push_back(std::move(in));
+      st.adapter->on_steer(self);
     },
     [self](turn_atom) {
       if (!self->state.finished)
@@ -486,12 +505,45 @@ session_actor::behavior_type session(
            true);
     },
     [self](done_atom, adapter_result& r) {
+      if (r.usage.calls > 0 || r.usage.total_tokens() > 0)
+        self->state.usage = r.usage;
       if (!r.ok) {
         fail(self, std::move(r.error_class), std::move(r.message), r.retryable);
         return;
       }
       auto answer = self->state.adapter->answer(std::move(r.text));
       succeed(self, std::move(answer.result), std::move(answer.reply));
+    },
+    [self](delta_atom, std::string& text) {
+      auto& st = self->state;
+      if (st.finished || !st.observer)
+        return;
+      if (st.deltas.size() + text.size() > max_pending_delta_bytes) {
+        ++st.deltas_dropped;
+        return;
+      }
+      st.deltas += text;
+      if (!st.flush_due) {
+        st.flush_due = true;
+        self->delayed_send(self, delta_flush, flush_atom_v);
+      }
+    },
+    [self](flush_atom) {
+      if (!self->state.finished)
+        flush_deltas(self);
+    },
+    [self](usage_atom, session_usage& u) {
+      if (!self->state.finished)
+        self->state.usage = std::move(u);
+    },
+    [self](steer_atom, steer_applied& applied) {
+      auto& st = self->state;
+      if (st.finished)
+        return;
+      st.turn = std::max(st.turn, applied.turn);
+      if (!applied.inputs.empty() && st.observer)
+        self->send(caf::actor_cast<thread_actor>(st.observer), steer_atom_v,
+                   std::move(applied));
     },
   };
 }

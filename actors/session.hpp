@@ -82,6 +82,11 @@ class session_adapter {
   /// a process group, end retries). Nothing to stop by default.
   virtual void stop();
 
+  /// Steer input was added to `self->state.steer_inbox`. Adapters that run
+  /// on a thread of their own move it into their `steer_box` here; the
+  /// default leaves it in the inbox for the adapter's next turn (scripted).
+  virtual void on_steer(session_ptr self);
+
   /// What the session answers for the adapter's final text.
   virtual session_answer answer(std::string text) const;
 };
@@ -105,9 +110,24 @@ struct session_state {
   caf::actor observer;
   /// The turns begun so far (the adapter's turns).
   uint32_t turn = 0;
+  /// Tokens and cost so far (the adapter's latest `usage_atom`, then its
+  /// result's).
+  session_usage usage;
+  /// Streamed text not yet passed to the observer, and whether a flush is
+  /// scheduled (deltas are coalesced for `delta_flush`).
+  std::string deltas;
+  bool flush_due = false;
+  /// Deltas dropped because `deltas` was full (the transcript still gets
+  /// the final text).
+  uint64_t deltas_dropped = 0;
   /// The outcome went to the butler; later events are ignored.
   bool finished = false;
 };
+
+/// How long a session coalesces streamed text before passing it on, and
+/// the most it holds meanwhile (more is dropped and counted).
+constexpr std::chrono::milliseconds delta_flush{50};
+constexpr size_t max_pending_delta_bytes = 64 * 1024;
 
 /// A running session (see `session_actor`).
 session_actor::behavior_type session(

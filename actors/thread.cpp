@@ -654,6 +654,22 @@ void on_steer_applied(thread_ptr self, const steer_applied& applied) {
             + "]" + R"(,"inputs":)" + inputs + "]}");
 }
 
+/// Text a run's session streamed: published as `delta` (not stored; the
+/// final text reaches the transcript when the run ends).
+void on_delta(thread_ptr self, const std::string& work_id,
+              const std::string& text) {
+  auto& st = self->state;
+  if (!st.act || !st.env->hub || !st.env->hub->wants_thread(st.id))
+    return;
+  auto r = find_run(st.act->runs, work_id, true);
+  if (r == nullptr)
+    return;
+  publish(self, "delta",
+          R"({"thread_id":)" + json::quote(st.id) + R"(,"run_id":)"
+            + json::quote(r->run_id) + R"(,"butler":)" + json::quote(r->butler)
+            + R"(,"text":)" + json::quote(text) + "}");
+}
+
 } // namespace
 
 void wire_thread_metrics(thread_env& env, metrics_registry& m) {
@@ -730,6 +746,9 @@ thread_actor::behavior_type thread(
     },
     [self](steer_atom, steer_applied& applied) {
       on_steer_applied(self, applied);
+    },
+    [self](delta_atom, const std::string& work_id, const std::string& text) {
+      on_delta(self, work_id, text);
     },
   };
 }

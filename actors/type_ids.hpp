@@ -57,6 +57,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(butlers, caf::first_custom_type_id)
   CAF_ADD_ATOM(butlers, butlers, touch_atom, "touch")
   CAF_ADD_ATOM(butlers, butlers, run_atom, "run")
   CAF_ADD_ATOM(butlers, butlers, resume_atom, "resume")
+  CAF_ADD_ATOM(butlers, butlers, delta_atom, "delta")
+  CAF_ADD_ATOM(butlers, butlers, usage_atom, "usage")
 
   // -- message types
   // -----------------------------------------------------------
@@ -80,6 +82,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(butlers, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(butlers, (butlers::work_result))
   CAF_ADD_TYPE_ID(butlers, (butlers::route_request))
   CAF_ADD_TYPE_ID(butlers, (butlers::route_response))
+  CAF_ADD_TYPE_ID(butlers, (butlers::session_usage))
   CAF_ADD_TYPE_ID(butlers, (butlers::adapter_result))
   CAF_ADD_TYPE_ID(butlers, (butlers::session_outcome))
   CAF_ADD_TYPE_ID(butlers, (butlers::butler_status))

@@ -354,6 +354,38 @@ typename Inspector::result_type inspect(Inspector& f, write_reply& x) {
            x.errors, x.error_messages);
 }
 
+/// Token use and cost a runtime reported for one session, cumulative over
+/// its model calls (turns). Zero where the runtime reports nothing.
+struct session_usage {
+  /// The model that answered ("" when the runtime did not say).
+  std::string model;
+  uint64_t input_tokens = 0;
+  uint64_t output_tokens = 0;
+  /// Prompt-cache reads and writes (Anthropic, Claude Code, OpenAI
+  /// `cached_tokens`); included in neither count above.
+  uint64_t cache_read_tokens = 0;
+  uint64_t cache_write_tokens = 0;
+  /// US dollars when the runtime reports a cost (Claude Code's
+  /// `total_cost_usd`), else 0 with `cost_known` false.
+  double cost_usd = 0;
+  bool cost_known = false;
+  /// Model calls (HTTP requests, CLI turns) made so far.
+  uint32_t calls = 0;
+
+  /// Every token counted against a token budget.
+  uint64_t total_tokens() const {
+    return input_tokens + output_tokens + cache_read_tokens
+           + cache_write_tokens;
+  }
+};
+
+template<class Inspector>
+typename Inspector::result_type inspect(Inspector& f, session_usage& x) {
+  return f(caf::meta::type_name("session_usage"), x.model, x.input_tokens,
+           x.output_tokens, x.cache_read_tokens, x.cache_write_tokens,
+           x.cost_usd, x.cost_known, x.calls);
+}
+
 /// What a runtime adapter produced for one session.
 struct adapter_result {
   bool ok = false;
@@ -363,12 +395,14 @@ struct adapter_result {
   std::string error_class;
   std::string message;
   bool retryable = false;
+  /// What the runtime reported about tokens and cost, in either case.
+  session_usage usage;
 };
 
 template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, adapter_result& x) {
   return f(caf::meta::type_name("adapter_result"), x.ok, x.text, x.error_class,
-           x.message, x.retryable);
+           x.message, x.retryable, x.usage);
 }
 
 /// How a session ended, reported to its butler.
@@ -382,12 +416,14 @@ struct session_outcome {
   std::string state;
   /// What the user should see ("" for nothing): sent as notify.v1.
   std::string reply;
+  /// Tokens and cost the session's runtime reported.
+  session_usage usage;
 };
 
 template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, session_outcome& x) {
   return f(caf::meta::type_name("session_outcome"), x.work_id, x.lease_token,
-           x.response, x.state, x.reply);
+           x.response, x.state, x.reply, x.usage);
 }
 
 /// A butler's pool and counters.

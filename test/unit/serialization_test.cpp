@@ -228,8 +228,14 @@ TEST_F(Serialization, RouteRequestAndResponse) {
 }
 
 TEST_F(Serialization, SessionTypes) {
-  adapter_result ar{true, "answer", "", "", false};
+  adapter_result ar;
+  ar.ok = true;
+  ar.text = "answer";
+  ar.usage.input_tokens = 7;
+  ar.usage.model = "m";
   EXPECT_EQ(round_trip(ar).text, "answer");
+  EXPECT_EQ(round_trip(ar).usage.input_tokens, 7u);
+  EXPECT_EQ(round_trip(ar).usage.model, "m");
   session_outcome out;
   out.work_id = "w-1";
   out.lease_token = 4;

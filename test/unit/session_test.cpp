@@ -67,6 +67,9 @@ thread_actor::behavior_type fake_thread(
     [applied](steer_atom, steer_applied& a) {
       applied->push_back(std::move(a));
     },
+    [](delta_atom, const std::string&, const std::string&) {
+      // Deltas are not recorded here.
+    },
   };
 }
 
