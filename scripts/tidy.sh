@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the curated .clang-tidy over actors/*.cpp and runtime/*.cpp and fails
+# Runs the curated .clang-tidy over actors/*.cpp, runtime/*.cpp and runtime/client/*.cpp and fails
 # on any warning (or a file clang-tidy cannot process); fails as well when a
 # .cpp under actors/ or runtime/ is over 900 lines, when actors/interfaces.hpp
 # names an untyped caf::actor, or when more than 10 actor_casts remain
@@ -48,7 +48,7 @@ allow() {
   return 1
 }
 
-for f in actors/*.cpp runtime/*.cpp; do
+for f in actors/*.cpp runtime/*.cpp runtime/client/*.cpp; do
   n=$(wc -l <"$f")
   if [ "$n" -gt "$max_lines" ] && ! allow "$f"; then
     echo "tidy: $f has $n lines (at most $max_lines)"
@@ -80,7 +80,7 @@ fi
 logs=$(mktemp -d /tmp/butlers-tidy.XXXXXX)
 trap 'rm -rf "$logs"' EXIT
 export build logs
-files=(actors/*.cpp runtime/*.cpp)
+files=(actors/*.cpp runtime/*.cpp runtime/client/*.cpp)
 # One log per file; a non-zero exit (a compile error) leaves a marker. The
 # build's -Werror would make clang's own warnings errors: they are reported
 # as warnings here, like the checks'.

@@ -20,9 +20,8 @@ bool retryable(const response& r);
 /// The wait before retry number `retry` (1 after the first attempt): full
 /// jitter, uniform in [0, min(cap, base * 2^(retry-1))], raised to the
 /// node's `Retry-After` (itself bounded by `cap`) when one came.
-std::chrono::milliseconds
-backoff_delay(const retry_policy& p, int retry,
-              std::optional<std::chrono::milliseconds> retry_after,
-              std::mt19937_64& rng);
+std::chrono::milliseconds backoff_delay(
+  const retry_policy& p, int retry,
+  std::optional<std::chrono::milliseconds> retry_after, std::mt19937_64& rng);
 
 } // namespace butlers::client

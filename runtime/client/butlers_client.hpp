@@ -37,7 +37,8 @@ namespace butlers::client {
 
 using steady_time = std::chrono::steady_clock::time_point;
 
-// -- transport ------------------------------------------------------------------
+// -- transport
+// ------------------------------------------------------------------
 
 /// One HTTP exchange with the node, relative to its base URL.
 struct request {
@@ -93,7 +94,8 @@ struct http_options {
 /// The libcurl transport.
 std::shared_ptr<transport> make_http_transport(http_options o);
 
-// -- operations -----------------------------------------------------------------
+// -- operations
+// -----------------------------------------------------------------
 
 enum class op_kind : uint8_t { ingest = 0, thread_turn = 1 };
 
@@ -138,7 +140,8 @@ struct turn {
 /// A turn as an operation; the key is `key` when not empty, else the thread.
 operation turn_operation(const turn& t, std::string key = {});
 
-// -- results --------------------------------------------------------------------
+// -- results
+// --------------------------------------------------------------------
 
 /// `submit`'s acknowledgement: the operation is queued (and spooled, with a
 /// spool) under `sequence`, unique and increasing within one client (and
@@ -219,7 +222,8 @@ struct close_report {
   std::vector<op_failure> undelivered;
 };
 
-// -- options --------------------------------------------------------------------
+// -- options
+// --------------------------------------------------------------------
 
 /// Full-jitter exponential backoff: before retry n (n = 1 after the first
 /// attempt) wait uniform[0, min(cap, base * 2^(n-1))], and at least the
@@ -285,7 +289,8 @@ struct options {
   uint64_t seed = 0;
 };
 
-// -- the client -----------------------------------------------------------------
+// -- the client
+// -----------------------------------------------------------------
 
 class client {
  public:

@@ -79,8 +79,8 @@ std::function<void(const log_record&)> stderr_log(bool verbose) {
     std::cerr << R"({"level":")" << to_string(r.level) << R"(","event":")"
               << r.event << R"(","key":)" << json_string(std::string{r.key})
               << R"(,"sequence":)" << r.sequence << R"(,"attempt":)"
-              << r.attempt << R"(,"status":)" << r.status
-              << R"(,"delay_ms":)" << r.delay.count() << R"(,"message":)"
+              << r.attempt << R"(,"status":)" << r.status << R"(,"delay_ms":)"
+              << r.delay.count() << R"(,"message":)"
               << json_string(std::string{r.message}) << "}\n";
   };
 }
@@ -137,7 +137,8 @@ int close_exit(const close_report& r, size_t failed) {
   return failed > 0 ? exit_failed : exit_ok;
 }
 
-// -- send -----------------------------------------------------------------------
+// -- send
+// -----------------------------------------------------------------------
 
 struct send_args {
   std::string text;
@@ -160,8 +161,8 @@ std::string envelope_of(const send_args& s) {
          + (s.thread.empty() ? std::string{"null"} : json_string(s.thread))
          + R"(,"observed_at":")" + now_rfc3339() + R"("},"sender":{"identity":)"
          + json_string(s.sender) + R"(},"payload":{"raw":{"text":)"
-         + json_string(s.text) + R"(},"normalized_text":)"
-         + json_string(s.text) + "}}";
+         + json_string(s.text) + R"(},"normalized_text":)" + json_string(s.text)
+         + "}}";
 }
 
 int run_send(const common_args& a, const send_args& s) {
@@ -207,7 +208,8 @@ int run_send(const common_args& a, const send_args& s) {
   return close_exit(report, failed);
 }
 
-// -- replay ---------------------------------------------------------------------
+// -- replay
+// ---------------------------------------------------------------------
 
 /// How far a replay got: lines (and bytes) of the file that need not be
 /// read again.
@@ -306,7 +308,7 @@ bool submit_line(client& c, const std::string& line, uint64_t lineno,
     if (r || r.error != submit_errc::queue_full)
       return r || r.error == submit_errc::invalid;
     std::this_thread::sleep_for(milliseconds{5});
-    (void) lineno;
+    (void)lineno;
   }
 }
 
@@ -368,16 +370,15 @@ int run_replay(const common_args& a, const replay_args& ra) {
     if (!r) {
       ++failed;
       std::cout << R"({"failed":true,"line":)" << lineno
-                << R"(,"reason":"invalid","message":)"
-                << json_string(r.message) << "}" << std::endl;
+                << R"(,"reason":"invalid","message":)" << json_string(r.message)
+                << "}" << std::endl;
       tracker.skipped(lineno, offset);
     } else {
       tracker.submitted(r.ack->sequence, lineno, offset);
       if (ra.print_acks)
         std::cout << R"({"line":)" << lineno << R"(,"key":)"
                   << json_string(r.ack->key) << R"(,"sequence":)"
-                  << r.ack->sequence << R"(,"status":"enqueued"})"
-                  << std::endl;
+                  << r.ack->sequence << R"(,"status":"enqueued"})" << std::endl;
     }
     acked = {lineno, offset};
     if (steady_clock::now() - last_write > milliseconds{200}) {
@@ -439,8 +440,9 @@ void add_common(CLI::App& app, common_args& a) {
   app.add_option("--url", a.url,
                  "the node's base URL (default $BUTLERS_URL, else "
                  "http://127.0.0.1:8470)");
-  app.add_option("--token-env", a.token_env,
-                 "environment variable holding the bearer token")
+  app
+    .add_option("--token-env", a.token_env,
+                "environment variable holding the bearer token")
     ->capture_default_str();
   app.add_option("--shards", a.shards, "shard queues (workers)")
     ->capture_default_str()
@@ -460,8 +462,9 @@ void add_common(CLI::App& app, common_args& a) {
   app.add_option("--timeout-ms", a.timeout_ms, "bound on one HTTP exchange")
     ->capture_default_str()
     ->check(CLI::Range(100, 3600000));
-  app.add_option("--wait-s", a.wait_s,
-                 "how long to wait for delivery before giving up (exit 4)")
+  app
+    .add_option("--wait-s", a.wait_s,
+                "how long to wait for delivery before giving up (exit 4)")
     ->capture_default_str()
     ->check(CLI::Range(0.0, 86400.0));
   app.add_flag("--verbose", a.verbose, "log retries and progress to stderr");
@@ -505,8 +508,8 @@ int run_cli(int argc, char** argv) {
   replay->add_flag("--acks", ra.print_acks,
                    "print each enqueue_ack as a JSON line");
 
-  auto* await = app.add_subcommand(
-    "await", "send what a spool holds and wait until it is durable");
+  auto* await = app.add_subcommand("await", "send what a spool holds and wait "
+                                            "until it is durable");
   await->add_option("--spool", a.spool, "the spool file")->required();
 
   std::string request_id;

@@ -66,40 +66,29 @@ uint32_t fnv1a(std::string_view s) {
 
 const char* to_string(submit_errc e) {
   switch (e) {
-    case submit_errc::queue_full:
-      return "queue_full";
-    case submit_errc::closed:
-      return "closed";
-    case submit_errc::invalid:
-      return "invalid";
-    case submit_errc::spool:
-      return "spool";
+    case submit_errc::queue_full: return "queue_full";
+    case submit_errc::closed: return "closed";
+    case submit_errc::invalid: return "invalid";
+    case submit_errc::spool: return "spool";
   }
   return "?";
 }
 
 const char* to_string(failure_reason r) {
   switch (r) {
-    case failure_reason::rejected:
-      return "rejected";
-    case failure_reason::exhausted:
-      return "exhausted";
-    case failure_reason::undelivered:
-      return "undelivered";
+    case failure_reason::rejected: return "rejected";
+    case failure_reason::exhausted: return "exhausted";
+    case failure_reason::undelivered: return "undelivered";
   }
   return "?";
 }
 
 const char* to_string(log_level l) {
   switch (l) {
-    case log_level::debug:
-      return "debug";
-    case log_level::info:
-      return "info";
-    case log_level::warn:
-      return "warn";
-    case log_level::error:
-      return "error";
+    case log_level::debug: return "debug";
+    case log_level::info: return "info";
+    case log_level::warn: return "warn";
+    case log_level::error: return "error";
   }
   return "?";
 }
@@ -356,7 +345,8 @@ client::client(std::shared_ptr<transport> t, options o)
   m.opt = std::move(o);
   if (!m.tr)
     throw std::invalid_argument("butlers_client: no transport");
-  if (m.opt.shards == 0 || m.opt.queue_size == 0 || m.opt.retry.max_attempts < 1)
+  if (m.opt.shards == 0 || m.opt.queue_size == 0
+      || m.opt.retry.max_attempts < 1)
     throw std::invalid_argument(
       "butlers_client: shards, queue_size and max_attempts must be >= 1");
   m.rng.seed(m.opt.seed != 0 ? m.opt.seed : std::random_device{}());
@@ -498,9 +488,9 @@ close_report client::close(steady_time deadline) {
   std::lock_guard<std::mutex> guard{m.undelivered_mtx};
   report.undelivered = std::move(m.undelivered);
   m.log(log_level::info, "close", nullptr, 0, 0, milliseconds{0},
-        report.drained ? "drained"
-                       : std::to_string(report.undelivered.size())
-                           + " undelivered");
+        report.drained
+          ? "drained"
+          : std::to_string(report.undelivered.size()) + " undelivered");
   return report;
 }
 
@@ -526,9 +516,9 @@ std::string escape_segment(const std::string& s) {
 } // namespace
 
 response client::inspect_request(const std::string& request_id) {
-  return impl_->tr->perform(
-    request{"GET", "/v1/requests/" + escape_segment(request_id), {}},
-    impl_->abort);
+  return impl_->tr
+    ->perform(request{"GET", "/v1/requests/" + escape_segment(request_id), {}},
+              impl_->abort);
 }
 
 response client::transcript(const std::string& thread_id,

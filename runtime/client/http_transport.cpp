@@ -40,7 +40,8 @@ class http_transport final : public transport {
     r.status = hres.status;
     r.body = std::move(hres.body);
     if (auto ra = hres.retry_after())
-      r.retry_after = std::chrono::duration_cast<std::chrono::milliseconds>(*ra);
+      r.retry_after = std::chrono::duration_cast<std::chrono::milliseconds>(
+        *ra);
     return r;
   }
 

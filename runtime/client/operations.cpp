@@ -71,8 +71,7 @@ std::string to_json(const Value& v) {
 } // namespace
 
 std::optional<operation> ingest_operation(std::string_view envelope,
-                                          std::string key,
-                                          std::string* error) {
+                                          std::string key, std::string* error) {
   rapidjson::Document doc;
   doc.Parse(envelope.data(), envelope.size());
   if (doc.HasParseError() || !doc.IsObject()) {

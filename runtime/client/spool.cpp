@@ -145,8 +145,7 @@ uint32_t crc32(const std::string& data) {
   return c ^ 0xFFFFFFFFU;
 }
 
-spool::spool(std::string path, int fd) : path_(std::move(path)), fd_(fd) {
-}
+spool::spool(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
 
 spool::~spool() {
   if (fd_ >= 0)
@@ -189,8 +188,7 @@ std::unique_ptr<spool> spool::open(const std::string& path, contents& out) {
   return sp;
 }
 
-bool spool::write_line(const std::string& json, bool sync,
-                       std::string* error) {
+bool spool::write_line(const std::string& json, bool sync, std::string* error) {
   auto line = framed(json);
   if (!write_all(fd_, line.data(), line.size())
       || (sync && ::fdatasync(fd_) != 0)) {
@@ -233,8 +231,7 @@ void spool::append_done(uint64_t seq, bool failed) {
 bool spool::compact(uint64_t next_seq, std::string* error) {
   auto tmp = path_ + ".compact";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  auto line = framed(R"({"t":"base","next":)" + std::to_string(next_seq)
-                     + "}");
+  auto line = framed(R"({"t":"base","next":)" + std::to_string(next_seq) + "}");
   bool ok = fd >= 0 && write_all(fd, line.data(), line.size())
             && ::fsync(fd) == 0;
   if (ok)
