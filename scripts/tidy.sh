@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs the curated .clang-tidy over actors/*.cpp, runtime/*.cpp and
 # runtime/client/*.cpp and fails on any warning (or a file clang-tidy
-# cannot process); fails as well when a .cpp under actors/ or runtime/ is over 900 lines, when actors/interfaces.hpp
-# names an untyped caf::actor, or when more than 10 actor_casts remain
-# outside the cluster's wire plumbing (actors/cluster.cpp).
+# cannot process); fails as well when a .cpp under actors/ or runtime/ is
+# over 900 lines, when actors/interfaces.hpp names an untyped caf::actor,
+# or when more than 10 actor_casts remain outside the cluster's wire
+# plumbing (actors/cluster.cpp).
 #
 #   scripts/tidy.sh [BUILD_DIR]    default build/; needs its
 #                                  compile_commands.json (any configure
