@@ -47,11 +47,6 @@ std::string envelope(const std::string& key, int i, bool with_idem = true) {
                       : std::string{"}"});
 }
 
-/// The dedupe key the node stores for `idempotency_key` (runtime/dedupe).
-std::string dedupe_of(const std::string& idempotency_key) {
-  return "idem:api:client-tests:" + idempotency_key;
-}
-
 /// Per conversation, the numbers of its stored requests in the order the
 /// node received them (received_at, then request_id: UUIDv7).
 std::map<std::string, std::vector<int>> stored_order(const std::string& url) {
@@ -168,7 +163,7 @@ class cli_process {
   std::string out_;
 };
 
-class Client : public node_fixture {
+class ClientNode : public node_fixture {
  protected:
   std::string config(uint16_t port, int max_in_flight) {
     return node_head("client-test", 10, "", port) + "[switchboard]\n"
@@ -199,7 +194,7 @@ class Client : public node_fixture {
   }
 };
 
-TEST_F(Client, KeepsOrderPerKeyThrough429And503AndANodeRestart) {
+TEST_F(ClientNode, KeepsOrderPerKeyThrough429And503AndANodeRestart) {
   // A small max_in_flight: eight shards against four admission slots.
   start(4);
   constexpr int keys = 8;
@@ -267,7 +262,7 @@ TEST_F(Client, KeepsOrderPerKeyThrough429And503AndANodeRestart) {
   }
 }
 
-TEST_F(Client, AwaitConsistencyReturnsAfterTheCommitsAndNamesTheFailures) {
+TEST_F(ClientNode, AwaitConsistencyReturnsAfterTheCommitsAndNamesTheFailures) {
   start();
   bc::client c{transport()};
   const std::string key = "conv-await";
@@ -310,7 +305,7 @@ TEST_F(Client, AwaitConsistencyReturnsAfterTheCommitsAndNamesTheFailures) {
   EXPECT_EQ(c.butlers().status, 200);
 }
 
-TEST_F(Client, SpooledReplayKilledMidStreamDeliversEverythingAckedOnce) {
+TEST_F(ClientNode, SpooledReplayKilledMidStreamDeliversEverythingAckedOnce) {
   start();
   constexpr int lines = 1200;
   constexpr int convs = 6;
