@@ -120,7 +120,9 @@ std::optional<operation> ingest_operation(std::string_view envelope,
 operation turn_operation(const turn& t, std::string key) {
   operation op;
   op.kind = op_kind::thread_turn;
-  op.key = key.empty() ? t.thread_id : std::move(key);
+  op.key = std::move(key);
+  if (op.key.empty())
+    op.key = t.thread_id;
   op.path = "/v1/threads/" + path_escape(t.thread_id) + "/turns";
   op.identity = t.message_id.empty() ? random_uuid() : t.message_id;
   rapidjson::Document doc{rapidjson::kObjectType};
