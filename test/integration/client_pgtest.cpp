@@ -362,5 +362,50 @@ TEST_F(ClientNode, SpooledReplayKilledMidStreamDeliversEverythingAckedOnce) {
   EXPECT_NE(flush.out.find(R"("recovered":0)"), std::string::npos) << flush.out;
 }
 
+TEST_F(ClientNode, CliSendAndInspectAnswerWithTheDocumentedExitCodes) {
+  start();
+  auto cli = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {BUTLERS_CLIENT_BINARY, "--url", url()});
+    return run_process(args, {}, 60s);
+  };
+  auto sent = cli({"send", "remind me to call mom", "--thread", "chat-1",
+                   "--event-id", "cli-1"});
+  ASSERT_EQ(sent.exit_code, 0) << sent.out << sent.err;
+  auto pos = sent.out.find(R"("request_id":")");
+  ASSERT_NE(pos, std::string::npos) << sent.out;
+  auto id = sent.out.substr(pos + 14, 36);
+  // The same event again: deduplicated through the identity the client
+  // derived from the event id.
+  auto again = cli({"send", "remind me to call mom", "--thread", "chat-1",
+                    "--event-id", "cli-1"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.out.find(R"("duplicate":true)"), std::string::npos)
+    << again.out;
+  EXPECT_NE(again.out.find(id), std::string::npos);
+  EXPECT_EQ(count_rows(url_, "source_thread_identity = 'chat-1'"), 1);
+
+  auto found = cli({"inspect", id});
+  EXPECT_EQ(found.exit_code, 0) << found.err;
+  EXPECT_NE(found.out.find("remind me to call mom"), std::string::npos);
+  auto missing = cli({"inspect", "0190f5a0-0000-7000-8000-000000000000"});
+  EXPECT_EQ(missing.exit_code, 3) << missing.out;
+
+  write_file(dir_ + "/bad.json", R"({"schema_version":"ingest.v1"})");
+  auto bad = cli({"send", "--envelope", dir_ + "/bad.json"});
+  EXPECT_EQ(bad.exit_code, 3) << bad.out << bad.err;
+  EXPECT_NE(bad.out.find(R"("reason":"rejected","status":400)"),
+            std::string::npos)
+    << bad.out;
+  EXPECT_EQ(cli({"send"}).exit_code, 2);
+  EXPECT_EQ(cli({"frobnicate"}).exit_code, 2);
+
+  // Nobody listens: undelivered when --wait-s runs out.
+  auto gone = run_process({BUTLERS_CLIENT_BINARY, "--url", "http://127.0.0.1:1",
+                           "--wait-s", "1", "--max-attempts", "1000", "send",
+                           "hello"},
+                          {}, 60s);
+  EXPECT_EQ(gone.exit_code, 4) << gone.out << gone.err;
+}
+
 } // namespace
 } // namespace butlers::test
