@@ -7,6 +7,7 @@
 #include <caf/blocking_actor.hpp>
 #include <caf/send.hpp>
 #include <caf/spawn_options.hpp>
+#include <spdlog/spdlog.h>
 
 #include "actors/session_adapters.hpp"
 #include "runtime/claude_stream.hpp"
@@ -173,6 +174,17 @@ struct claude_run {
     done = true;
     box.close();
     proc->close_stdin();
+    report(a);
+  }
+
+  void report(adapter_result& a) {
+    spdlog::info("claude session {}: {}, {} turns, model {}, tokens in {} "
+                 "out {} cache read {} write {}, cost {:.6f} USD{}",
+                 work_id, a.ok ? "answered" : "failed", usage.calls,
+                 usage.model.empty() ? "unknown" : usage.model,
+                 usage.input_tokens, usage.output_tokens,
+                 usage.cache_read_tokens, usage.cache_write_tokens,
+                 usage.cost_usd, usage.cost_known ? "" : " (not reported)");
     a.usage = usage;
     caf::anon_send(me, done_atom_v, std::move(a));
   }
@@ -184,8 +196,7 @@ struct claude_run {
     done = true;
     box.close();
     auto a = process_failure(r, max_output);
-    a.usage = usage;
-    caf::anon_send(me, done_atom_v, std::move(a));
+    report(a);
   }
 };
 
