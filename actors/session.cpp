@@ -9,6 +9,7 @@
 #include <caf/spawn_options.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/session_adapters.hpp"
 #include "runtime/cli_output.hpp"
 #include "runtime/fanout.hpp"
 #include "runtime/json.hpp"
@@ -385,7 +386,10 @@ session_runtime runtime_of(const runtime_config& rt) {
 std::unique_ptr<session_adapter> make_session_adapter(
   const session_params& params) {
   switch (params.kind) {
-    case session_runtime::cli: return std::make_unique<cli_adapter>();
+    case session_runtime::cli:
+      if (params.runtime.family == cli_family::claude)
+        return make_claude_adapter();
+      return std::make_unique<cli_adapter>();
     case session_runtime::delivery:
       return std::make_unique<delivery_session_adapter>();
     case session_runtime::scripted: break;

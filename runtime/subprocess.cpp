@@ -356,6 +356,15 @@ const char* to_string(subprocess_outcome x) {
   return "unknown";
 }
 
+const char* to_string(stdin_write x) {
+  switch (x) {
+    case stdin_write::queued: return "queued";
+    case stdin_write::closed: return "closed";
+    case stdin_write::full: return "full";
+  }
+  return "unknown";
+}
+
 subprocess::subprocess(subprocess_options opts) : opts_(std::move(opts)) {
   spawn();
 }
@@ -369,6 +378,7 @@ subprocess::~subprocess() {
   }
   close_fds();
   close_fd(cancel_fd_);
+  close_fd(stdin_wake_fd_);
 }
 
 pid_t subprocess::pid() const {
@@ -380,6 +390,37 @@ void subprocess::cancel() {
   if (cancel_fd_ >= 0) {
     uint64_t one = 1;
     auto ignored = ::write(cancel_fd_, &one, sizeof(one));
+    static_cast<void>(ignored);
+  }
+}
+
+stdin_write subprocess::write_stdin(std::string data) {
+  {
+    std::lock_guard<std::mutex> guard{stdin_mutex_};
+    if (stdin_closed_ || stdin_close_requested_)
+      return stdin_write::closed;
+    if (data.size() > opts_.max_stdin_queue_bytes - stdin_queue_.size())
+      return stdin_write::full;
+    stdin_queue_ += data;
+  }
+  wake_stdin();
+  return stdin_write::queued;
+}
+
+void subprocess::close_stdin() {
+  {
+    std::lock_guard<std::mutex> guard{stdin_mutex_};
+    if (stdin_closed_ || stdin_close_requested_)
+      return;
+    stdin_close_requested_ = true;
+  }
+  wake_stdin();
+}
+
+void subprocess::wake_stdin() {
+  if (stdin_wake_fd_ >= 0) {
+    uint64_t one = 1;
+    auto ignored = ::write(stdin_wake_fd_, &one, sizeof(one));
     static_cast<void>(ignored);
   }
 }
@@ -399,7 +440,8 @@ void subprocess::spawn() {
       clock_type::now() - started_);
   };
   cancel_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (cancel_fd_ < 0)
+  stdin_wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (cancel_fd_ < 0 || stdin_wake_fd_ < 0)
     return fail("eventfd: " + errno_text(errno));
   if (opts_.argv.empty())
     return fail("no program given (empty argv)");
@@ -461,15 +503,20 @@ void subprocess::spawn() {
   set_nonblocking(stdin_fd_);
   set_nonblocking(stdout_fd_);
   set_nonblocking(stderr_fd_);
-  if (opts_.stdin_data.empty())
+  if (opts_.keep_stdin_open) {
+    std::lock_guard<std::mutex> guard{stdin_mutex_};
+    stdin_closed_ = false;
+  } else if (opts_.stdin_data.empty()) {
     close_fd(stdin_fd_);
+  }
 }
 
 class subprocess::waiter {
  public:
   explicit waiter(subprocess& p)
     : p_(p), pidfd_(open_pidfd(p.pid_)),
-      deadline_(after(p.started_, p.opts_.timeout)), buf_(chunk_size) {
+      deadline_(after(p.started_, p.opts_.timeout)),
+      pending_(std::move(p.opts_.stdin_data)), buf_(chunk_size) {
     // nop
   }
 
@@ -491,7 +538,7 @@ class subprocess::waiter {
   /// grace runs out, SIGKILL. Well-behaved CLIs leave nothing, and then the
   /// pipes are at EOF at once.
   void end_group() {
-    close_fd(p_.stdin_fd_);
+    close_stdin_fd();
     if (!term_sent_) {
       signal_group(SIGTERM);
       kill_at_ = after(clock_type::now(), p_.opts_.kill_grace);
@@ -532,7 +579,7 @@ class subprocess::waiter {
       signal_group(SIGTERM);
       term_sent_ = true;
       kill_at_ = after(now, p_.opts_.kill_grace);
-      close_fd(p_.stdin_fd_);
+      close_stdin_fd();
     }
     if (term_sent_ && !kill_sent_ && now >= kill_at_) {
       signal_group(SIGKILL);
@@ -543,13 +590,17 @@ class subprocess::waiter {
   /// One poll() over the pipes, the pidfd and the cancel eventfd, until the
   /// next deadline; then serves the pipes that are ready.
   void poll_once() {
-    pollfd fds[5];
+    pollfd fds[6];
     nfds_t nfds = 0;
     auto add = [&](int fd, short events) {
       if (fd >= 0)
         fds[nfds++] = pollfd{fd, events, 0};
     };
-    add(p_.stdin_fd_, POLLOUT);
+    // With nothing to write, still watch for POLLERR: the child closed its
+    // end of stdin.
+    add(p_.stdin_fd_, stdin_off_ < pending_.size() ? POLLOUT : 0);
+    if (p_.stdin_fd_ >= 0 && p_.opts_.keep_stdin_open)
+      add(p_.stdin_wake_fd_, POLLIN);
     add(p_.stdout_fd_, POLLIN);
     add(p_.stderr_fd_, POLLIN);
     add(pidfd_, POLLIN);
@@ -568,6 +619,8 @@ class subprocess::waiter {
         continue;
       if (fds[i].fd == p_.stdin_fd_)
         write_stdin();
+      else if (fds[i].fd == p_.stdin_wake_fd_)
+        take_stdin_queue();
       else if (fds[i].fd == p_.stdout_fd_)
         read_stdout();
       else if (fds[i].fd == p_.stderr_fd_)
@@ -591,6 +644,10 @@ class subprocess::waiter {
   }
 
   void read_stdout() {
+    if (p_.opts_.on_stdout_line) {
+      stream_stdout();
+      return;
+    }
     read_once(p_.stdout_fd_, buf_.data(), [this](const char* p, size_t n) {
       auto& out = p_.result_.out;
       auto room = p_.opts_.max_output_bytes - out.size();
@@ -614,21 +671,102 @@ class subprocess::waiter {
     });
   }
 
+  /// Line mode: reads once and passes every complete line on, enforcing
+  /// the total and the per-line cap; at EOF also a last unterminated line.
+  void stream_stdout() {
+    read_once(p_.stdout_fd_, buf_.data(), [this](const char* p, size_t n) {
+      auto room = p_.opts_.max_output_bytes - streamed_;
+      if (n > room) {
+        n = room;
+        if (!reason_)
+          reason_ = subprocess_outcome::output_limit;
+      }
+      streamed_ += n;
+      split_lines(std::string_view{p, n});
+    });
+    if (p_.stdout_fd_ < 0 && !line_.empty()) {
+      if (!skipping_line_)
+        p_.opts_.on_stdout_line(line_);
+      line_.clear();
+    }
+  }
+
+  void split_lines(std::string_view chunk) {
+    while (!chunk.empty()) {
+      auto nl = chunk.find('\n');
+      auto piece = chunk.substr(0, nl);
+      if (!skipping_line_) {
+        if (line_.size() + piece.size() > p_.opts_.max_line_bytes) {
+          skipping_line_ = true;
+          ++p_.result_.lines_dropped;
+          line_.clear();
+        } else {
+          line_.append(piece.data(), piece.size());
+        }
+      }
+      if (nl == std::string_view::npos)
+        return;
+      if (!skipping_line_)
+        p_.opts_.on_stdout_line(line_);
+      line_.clear();
+      skipping_line_ = false;
+      chunk.remove_prefix(nl + 1);
+    }
+  }
+
   void write_stdin() {
-    auto& data = p_.opts_.stdin_data;
-    auto left = data.size() - stdin_off_;
-    auto n = ::write(p_.stdin_fd_, data.data() + stdin_off_,
+    if (stdin_off_ >= pending_.size()) {
+      // Only POLLERR or POLLHUP: the child closed its end.
+      close_stdin_fd();
+      return;
+    }
+    auto left = pending_.size() - stdin_off_;
+    auto n = ::write(p_.stdin_fd_, pending_.data() + stdin_off_,
                      std::min(left, chunk_size));
     if (n >= 0) {
       stdin_off_ += static_cast<size_t>(n);
-      if (stdin_off_ == data.size())
-        close_fd(p_.stdin_fd_);
+      if (stdin_off_ == pending_.size())
+        take_stdin_queue();
     } else if (errno == EPIPE) {
       guard_.raised();
-      close_fd(p_.stdin_fd_); // it stopped reading; not an error of ours
+      close_stdin_fd(); // it stopped reading; not an error of ours
     } else if (errno != EAGAIN && errno != EINTR) {
-      close_fd(p_.stdin_fd_);
+      close_stdin_fd();
     }
+  }
+
+  /// Once everything pending is written: takes what `write_stdin()` queued,
+  /// or closes stdin when nothing is queued and that was asked for (or
+  /// this is not interactive mode).
+  void take_stdin_queue() {
+    if (p_.opts_.keep_stdin_open) {
+      uint64_t ignored_count = 0;
+      auto ignored = ::read(p_.stdin_wake_fd_, &ignored_count,
+                            sizeof(ignored_count));
+      static_cast<void>(ignored);
+    }
+    if (p_.stdin_fd_ < 0 || stdin_off_ < pending_.size())
+      return;
+    pending_.clear();
+    stdin_off_ = 0;
+    bool close = !p_.opts_.keep_stdin_open;
+    if (!close) {
+      std::lock_guard<std::mutex> guard{p_.stdin_mutex_};
+      pending_.swap(p_.stdin_queue_);
+      close = pending_.empty() && p_.stdin_close_requested_;
+    }
+    if (close)
+      close_stdin_fd();
+  }
+
+  /// Closes our end of stdin for good; later writes report `closed`.
+  void close_stdin_fd() {
+    close_fd(p_.stdin_fd_);
+    pending_.clear();
+    stdin_off_ = 0;
+    std::lock_guard<std::mutex> guard{p_.stdin_mutex_};
+    p_.stdin_closed_ = true;
+    p_.stdin_queue_.clear();
   }
 
   void check_leader() {
@@ -687,8 +825,17 @@ class subprocess::waiter {
   bool kill_sent_ = false;
   bool leader_exited_ = false;
   bool reaped_elsewhere_ = false;
-  /// Bytes of stdin written so far.
+  /// What is being written to stdin: `stdin_data`, then what
+  /// `write_stdin()` queued, a batch at a time.
+  std::string pending_;
+  /// Bytes of `pending_` written so far.
   size_t stdin_off_ = 0;
+  /// Line mode: bytes of stdout streamed so far.
+  size_t streamed_ = 0;
+  /// Line mode: the line being read.
+  std::string line_;
+  /// Line mode: the line being read is too long and is skipped.
+  bool skipping_line_ = false;
   std::vector<char> buf_;
 };
 

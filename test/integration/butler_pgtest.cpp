@@ -272,8 +272,10 @@ struct cli_fixture : ::testing::Test {
     c.runtime.command = {"env"};
     for (auto& e : env)
       c.runtime.command.push_back(e);
-    c.runtime.command.push_back(BUTLERS_SOURCE_DIR "/test/fakes/fake-"
-                                + family);
+    // Claude sessions speak stream-json: the C++ fake.
+    c.runtime.command.push_back(
+      family == "claude" ? std::string{BUTLERS_FAKE_CLAUDE}
+                         : BUTLERS_SOURCE_DIR "/test/fakes/fake-" + family);
     c.runtime.kill_grace_ms = 300;
     return c;
   }
@@ -306,8 +308,8 @@ TEST_F(CliSession, EachFamilysAnswerBecomesTheResult) {
 
 TEST_F(CliSession, TimeoutKillsTheWholeProcessGroup) {
   auto pidfile = dir + "/pids";
-  auto c = cli_butler("claude",
-                      {"FAKE_CLI_MODE=hang", "FAKE_CLI_PIDFILE=" + pidfile});
+  auto c = cli_butler("claude", {"FAKE_CLAUDE_TURN_DELAY_MS=1000000",
+                                 "FAKE_CLAUDE_PIDFILE=" + pidfile});
   c.session_timeout_s = 1;
   start(c);
   auto r = route(route_json("coder", "never answers"));

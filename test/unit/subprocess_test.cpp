@@ -9,6 +9,7 @@
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "test/support/poll.hpp"
 
 using namespace std::chrono_literals;
+using butlers::stdin_write;
 using butlers::subprocess;
 using butlers::subprocess_options;
 using butlers::subprocess_outcome;
@@ -367,6 +369,206 @@ TEST_F(subprocess_test, the_destructor_kills_a_group_never_waited_for) {
     EXPECT_EQ(pids.size() == 2 ? pids[0] : -1, proc.pid());
   }
   expect_all_gone(pids);
+}
+
+// -- interactive mode: stdin kept open, stdout streamed as lines
+// ---------------
+
+namespace {
+
+/// Lines that `on_stdout_line` saw, readable from the test thread.
+struct line_log {
+  std::mutex mutex;
+  std::vector<std::string> lines;
+
+  void add(std::string_view line) {
+    std::lock_guard<std::mutex> guard{mutex};
+    lines.emplace_back(line);
+  }
+
+  std::vector<std::string> snapshot() {
+    std::lock_guard<std::mutex> guard{mutex};
+    return lines;
+  }
+
+  bool has(size_t n) {
+    return snapshot().size() >= n;
+  }
+};
+
+subprocess_options interactive(std::vector<std::string> argv, line_log& log) {
+  auto opts = options(std::move(argv));
+  opts.keep_stdin_open = true;
+  opts.on_stdout_line = [&log](std::string_view line) {
+    log.add(line);
+  };
+  return opts;
+}
+
+} // namespace
+
+TEST(subprocess_interactive, writes_while_running_and_streams_lines) {
+  line_log log;
+  subprocess proc{interactive({"/bin/cat"}, log)};
+  subprocess_result res;
+  std::thread waiter{[&] {
+    res = proc.wait();
+  }};
+  EXPECT_EQ(proc.write_stdin("one\n"), stdin_write::queued);
+  ASSERT_TRUE(eventually(
+    [&] {
+      return log.has(1);
+    },
+    5s, 2ms));
+  // The child answered the first write before the second was made.
+  EXPECT_EQ(proc.write_stdin("two\nthr"), stdin_write::queued);
+  EXPECT_EQ(proc.write_stdin("ee\n"), stdin_write::queued);
+  proc.close_stdin();
+  proc.close_stdin(); // idempotent
+  waiter.join();
+  EXPECT_EQ(res.outcome, subprocess_outcome::exited);
+  EXPECT_EQ(res.exit_code, 0);
+  EXPECT_EQ(log.snapshot(), (std::vector<std::string>{"one", "two", "three"}));
+  EXPECT_TRUE(res.out.empty());
+  EXPECT_EQ(proc.write_stdin("late\n"), stdin_write::closed);
+}
+
+TEST(subprocess_interactive, stdin_data_goes_first_then_the_queue_in_order) {
+  line_log log;
+  auto opts = interactive({"/bin/cat"}, log);
+  opts.stdin_data = "first\n";
+  subprocess proc{std::move(opts)};
+  // Queued before wait() runs.
+  EXPECT_EQ(proc.write_stdin("second\n"), stdin_write::queued);
+  EXPECT_EQ(proc.write_stdin("third"), stdin_write::queued);
+  proc.close_stdin();
+  EXPECT_EQ(proc.write_stdin("after close\n"), stdin_write::closed);
+  auto res = proc.wait();
+  EXPECT_EQ(res.outcome, subprocess_outcome::exited);
+  // A last line without '\n' is passed at EOF.
+  EXPECT_EQ(log.snapshot(),
+            (std::vector<std::string>{"first", "second", "third"}));
+}
+
+TEST(subprocess_interactive, the_line_callback_can_answer_on_stdin) {
+  std::vector<std::string> lines;
+  auto opts = options(
+    {"sh", "-c", "while read -r l; do echo \"got $l\"; done; echo bye"});
+  opts.keep_stdin_open = true;
+  opts.stdin_data = "1\n";
+  subprocess* self = nullptr;
+  opts.on_stdout_line = [&](std::string_view line) {
+    lines.emplace_back(line);
+    if (lines.size() < 3)
+      EXPECT_EQ(self->write_stdin(std::to_string(lines.size() + 1) + "\n"),
+                stdin_write::queued);
+    else
+      self->close_stdin();
+  };
+  subprocess proc{std::move(opts)};
+  self = &proc;
+  auto res = proc.wait();
+  EXPECT_EQ(res.outcome, subprocess_outcome::exited);
+  EXPECT_EQ(lines,
+            (std::vector<std::string>{"got 1", "got 2", "got 3", "bye"}));
+}
+
+TEST(subprocess_interactive, a_child_that_closed_stdin_makes_writes_fail) {
+  line_log log;
+  subprocess proc{
+    interactive({"sh", "-c", "exec 0<&-; echo ready; sleep 30"}, log)};
+  subprocess_result res;
+  std::thread waiter{[&] {
+    res = proc.wait();
+  }};
+  ASSERT_TRUE(eventually(
+    [&] {
+      return log.has(1);
+    },
+    5s, 2ms));
+  // The wait() thread notices the closed pipe (POLLERR) without a write.
+  EXPECT_TRUE(eventually(
+    [&] {
+      return proc.write_stdin("x\n") == stdin_write::closed;
+    },
+    5s, 2ms));
+  proc.cancel();
+  waiter.join();
+  EXPECT_EQ(res.outcome, subprocess_outcome::cancelled);
+}
+
+TEST(subprocess_interactive, a_child_that_never_reads_fills_the_queue) {
+  line_log log;
+  auto opts = interactive({"sh", "-c", "echo ready; sleep 30"}, log);
+  opts.max_stdin_queue_bytes = 256 << 10;
+  subprocess proc{std::move(opts)};
+  subprocess_result res;
+  std::thread waiter{[&] {
+    res = proc.wait();
+  }};
+  // The pipe (64 KiB), one batch in flight and the queue hold a bounded
+  // amount; then writes fail with `full` instead of growing memory.
+  std::string chunk(32 << 10, 'x');
+  int queued = 0;
+  auto answer = stdin_write::queued;
+  while (queued < 1000
+         && (answer = proc.write_stdin(chunk)) == stdin_write::queued)
+    ++queued;
+  EXPECT_EQ(answer, stdin_write::full);
+  EXPECT_LT(queued, 100);
+  EXPECT_STREQ(to_string(answer), "full");
+  proc.cancel();
+  waiter.join();
+  EXPECT_EQ(res.outcome, subprocess_outcome::cancelled);
+  EXPECT_EQ(proc.write_stdin("x"), stdin_write::closed);
+}
+
+TEST(subprocess_interactive, drops_lines_over_the_line_cap) {
+  line_log log;
+  auto opts = interactive({"sh", "-c",
+                           "echo short; head -c 5000 /dev/zero | tr '\\0' y; "
+                           "echo; echo after; "
+                           "printf last"},
+                          log);
+  opts.keep_stdin_open = false;
+  opts.max_line_bytes = 1000;
+  auto res = run(std::move(opts));
+  EXPECT_EQ(res.outcome, subprocess_outcome::exited);
+  EXPECT_EQ(log.snapshot(),
+            (std::vector<std::string>{"short", "after", "last"}));
+  EXPECT_EQ(res.lines_dropped, 1u);
+}
+
+TEST(subprocess_interactive, max_output_bytes_caps_the_total_streamed) {
+  line_log log;
+  auto opts = interactive({"yes", "0123456789"}, log);
+  opts.max_output_bytes = 10000;
+  auto res = run(std::move(opts));
+  EXPECT_EQ(res.outcome, subprocess_outcome::output_limit);
+  auto lines = log.snapshot();
+  // 11 bytes a line: 909 whole lines fit; the 910th is cut off at EOF.
+  ASSERT_GE(lines.size(), 909u);
+  EXPECT_LE(lines.size(), 910u);
+  EXPECT_EQ(lines.front(), "0123456789");
+}
+
+TEST(subprocess_interactive, write_stdin_needs_keep_stdin_open) {
+  auto opts = options({"/bin/cat"});
+  opts.stdin_data = "x";
+  subprocess proc{std::move(opts)};
+  EXPECT_EQ(proc.write_stdin("y"), stdin_write::closed);
+  auto res = proc.wait();
+  EXPECT_EQ(res.out, "x");
+  EXPECT_STREQ(to_string(stdin_write::closed), "closed");
+  EXPECT_STREQ(to_string(stdin_write::queued), "queued");
+}
+
+TEST(subprocess_interactive, a_failed_spawn_accepts_no_input) {
+  line_log log;
+  subprocess proc{interactive({"/nonexistent/program"}, log)};
+  EXPECT_EQ(proc.write_stdin("x\n"), stdin_write::closed);
+  proc.close_stdin();
+  EXPECT_EQ(proc.wait().outcome, subprocess_outcome::spawn_failed);
 }
 
 TEST_F(subprocess_test, outcome_names) {
