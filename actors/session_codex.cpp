@@ -179,6 +179,7 @@ class codex_adapter final : public session_adapter {
     opts.env.emplace_back("BUTLERS_WORK_ID", st.item.work_id);
     opts.timeout = st.params.timeout;
     opts.max_output_bytes = rt.max_output_bytes;
+    opts.max_line_bytes = rt.max_output_bytes;
     opts.kill_grace = std::chrono::milliseconds{rt.kill_grace_ms};
     proc_ = std::make_shared<subprocess>(std::move(opts));
     auto proc = proc_;
