@@ -402,6 +402,7 @@ void codex_conversation::settle(codex_step& out) {
   if (!waiting_.empty()) {
     auto inputs = std::exchange(waiting_, {});
     std::vector<std::string> texts;
+    texts.reserve(inputs.size());
     for (auto& in : inputs)
       texts.push_back(in.text);
     start_turn(std::move(texts), std::move(inputs), out);
@@ -440,6 +441,7 @@ void codex_conversation::steer(codex_step& out) {
   if (waiting_.empty() || turn_id_.empty())
     return;
   std::vector<std::string> texts;
+  texts.reserve(waiting_.size());
   for (auto& in : waiting_)
     texts.push_back(in.text);
   auto id = next_id_++;
