@@ -389,6 +389,8 @@ std::unique_ptr<session_adapter> make_session_adapter(
     case session_runtime::cli:
       if (params.runtime.family == cli_family::claude)
         return make_claude_adapter();
+      if (params.runtime.family == cli_family::codex)
+        return make_codex_adapter();
       return std::make_unique<cli_adapter>();
     case session_runtime::delivery:
       return std::make_unique<delivery_session_adapter>();

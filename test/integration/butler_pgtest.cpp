@@ -272,10 +272,13 @@ struct cli_fixture : ::testing::Test {
     c.runtime.command = {"env"};
     for (auto& e : env)
       c.runtime.command.push_back(e);
-    // Claude sessions speak stream-json: the C++ fake.
-    c.runtime.command.push_back(
-      family == "claude" ? std::string{BUTLERS_FAKE_CLAUDE}
-                         : BUTLERS_SOURCE_DIR "/test/fakes/fake-" + family);
+    // Claude and codex sessions speak stream-json and app-server: C++ fakes.
+    std::string fake = BUTLERS_SOURCE_DIR "/test/fakes/fake-" + family;
+    if (family == "claude")
+      fake = BUTLERS_FAKE_CLAUDE;
+    else if (family == "codex")
+      fake = BUTLERS_FAKE_CODEX;
+    c.runtime.command.push_back(fake);
     c.runtime.kill_grace_ms = 300;
     return c;
   }
@@ -334,8 +337,9 @@ TEST_F(CliSession, TimeoutKillsTheWholeProcessGroup) {
 
 TEST_F(CliSession, CancelKillsTheWholeProcessGroup) {
   auto pidfile = dir + "/pids";
-  start(cli_butler("codex", {"FAKE_CLI_MODE=hang", "FAKE_CLI_IGNORE_TERM=1",
-                             "FAKE_CLI_PIDFILE=" + pidfile}));
+  start(cli_butler("codex",
+                   {"FAKE_CODEX_TURN_MS=600000", "FAKE_CODEX_IGNORE_TERM=1",
+                    "FAKE_CODEX_PIDFILE=" + pidfile}));
   auto r = route(route_json("coder", "hang on"));
   ASSERT_EQ(r.status, "accepted");
   ASSERT_TRUE(eventually(
