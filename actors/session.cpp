@@ -380,6 +380,8 @@ session_runtime runtime_of(const runtime_config& rt) {
     return session_runtime::cli;
   if (rt.kind == runtime_kind::delivery)
     return session_runtime::delivery;
+  if (rt.kind == runtime_kind::openai || rt.kind == runtime_kind::anthropic)
+    return session_runtime::http_model;
   return session_runtime::scripted;
 }
 
@@ -394,6 +396,7 @@ std::unique_ptr<session_adapter> make_session_adapter(
       return std::make_unique<cli_adapter>();
     case session_runtime::delivery:
       return std::make_unique<delivery_session_adapter>();
+    case session_runtime::http_model: return make_http_model_adapter();
     case session_runtime::scripted: break;
   }
   return std::make_unique<scripted_adapter>();

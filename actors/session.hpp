@@ -26,10 +26,13 @@ enum class session_runtime : uint8_t {
   cli,
   /// The messenger: a notify.v1 through its channel adapters.
   delivery,
+  /// An HTTP model API (`openai`, `anthropic`): a loop of streamed calls.
+  http_model,
 };
 
-/// The runtime `rt.kind` names ("scripted", "cli", "delivery"; the config
-/// was validated, so anything else is scripted).
+/// The runtime `rt.kind` names ("scripted", "cli", "delivery"; "openai"
+/// and "anthropic" are http_model; the config was validated, so anything
+/// else is scripted).
 session_runtime runtime_of(const runtime_config& rt);
 
 /// What a session needs to know about its butler.

@@ -281,6 +281,66 @@ config_result parse_config(std::string_view text, std::string file) {
   return result;
 }
 
+namespace {
+
+/// Largest system prompt file read.
+constexpr size_t max_prompt_file_bytes = 1 << 20;
+
+/// Reads each butler's `system_prompt_file` (relative to the directory of
+/// `config_path`) into `system_prompt_text`; what cannot be read is an
+/// error naming the key.
+void read_prompt_files(config_result& result, const std::string& config_path) {
+  auto& s = *result.settings;
+  auto slash = config_path.rfind('/');
+  auto dir = slash == std::string::npos ? std::string{}
+                                        : config_path.substr(0, slash + 1);
+  for (size_t i = 0; i < s.butlers.size(); ++i) {
+    auto& rt = s.butlers[i].runtime;
+    if (rt.system_prompt_file.empty())
+      continue;
+    auto key = "butler[" + std::to_string(i) + "].runtime.system_prompt_file";
+    auto file = rt.system_prompt_file[0] == '/' ? rt.system_prompt_file
+                                                : dir + rt.system_prompt_file;
+    auto pos = s.positions.count(key) ? s.positions.at(key) : source_position{};
+    auto text = read_small_file(file, max_prompt_file_bytes);
+    if (!text.error.empty())
+      result.errors.push_back(
+        config_error{config_path, pos.line, pos.column, key,
+                     "cannot read '" + file + "': " + text.error});
+    else
+      rt.system_prompt_text = std::move(text.data);
+  }
+}
+
+} // namespace
+
+small_file read_small_file(const std::string& path, size_t max_bytes) {
+  small_file out;
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) {
+    out.error = std::strerror(errno);
+    return out;
+  }
+  char buf[8192];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) {
+    out.data.append(buf, n);
+    if (out.data.size() > max_bytes) {
+      std::fclose(f);
+      out.data.clear();
+      out.error = "larger than " + std::to_string(max_bytes) + " bytes";
+      return out;
+    }
+  }
+  int err = std::ferror(f) ? errno : 0;
+  std::fclose(f);
+  if (err != 0) {
+    out.data.clear();
+    out.error = std::strerror(err);
+  }
+  return out;
+}
+
 config_result load_config(const std::string& path) {
   config_result result;
   auto fail = [&](int err) {
@@ -301,7 +361,13 @@ config_result load_config(const std::string& path) {
   std::fclose(f);
   if (err != 0)
     return fail(err);
-  return parse_config(text, path);
+  result = parse_config(text, path);
+  if (result.settings) {
+    read_prompt_files(result, path);
+    if (!result.errors.empty())
+      result.settings.reset();
+  }
+  return result;
 }
 
 // -- environment --------------------------------------------------------------

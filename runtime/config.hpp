@@ -224,6 +224,43 @@ struct runtime_config {
   /// Milliseconds between SIGTERM and SIGKILL of the process group.
   /// Default 2000, range 0..60000.
   uint32_t kill_grace_ms = 2000;
+  // -- openai, anthropic (HTTP model APIs; actors/session_http_model.cpp)
+  /// The server's root, http:// or https:// (`/v1/chat/completions` or
+  /// `/v1/messages` is appended). Required for these kinds.
+  std::string base_url;
+  /// The model name sent with every call. Required for these kinds.
+  std::string model;
+  /// Environment variable holding the API key; "" (default) sends none
+  /// (local servers).
+  std::string api_key_env;
+  /// Most output tokens per call; 0 (default): openai sends none (the
+  /// server's default), anthropic sends 4096. Range 0..1000000.
+  uint32_t max_tokens = 0;
+  /// Sampling temperature; unset (default, -1) sends none. Range 0.0..2.0.
+  double temperature = -1.0;
+  /// System prompt, inline; at most one of system_prompt and
+  /// system_prompt_file. Default "" (none).
+  std::string system_prompt;
+  /// File the system prompt is read from when the configuration is loaded
+  /// (relative to the configuration file). Default "".
+  std::string system_prompt_file;
+  /// Seconds one model call (one HTTP request) may take. Default 300,
+  /// range 1..86400.
+  uint32_t timeout_s = 300;
+  /// Most model calls per run (the first, one per boundary with steer
+  /// input, and the retries are not counted). Default 16, range 1..1000.
+  uint32_t max_model_calls = 16;
+  /// Retries of one call after a 429, a 5xx, a transport failure or a cut
+  /// stream. Default 3, range 0..100.
+  uint32_t retries = 3;
+  /// First backoff before a retry, doubled each time. Default 500, range
+  /// 1..600000.
+  uint32_t retry_base_ms = 500;
+  /// Longest wait before a retry, also for a longer `retry-after`.
+  /// Default 30000, range 1..3600000.
+  uint32_t retry_max_ms = 30000;
+  /// Not a key: the text of system_prompt_file, read by `load_config`.
+  std::string system_prompt_text;
 };
 
 /// One `[[butler.schedule]]`: work a butler starts by itself.
@@ -630,8 +667,20 @@ struct config_result {
 config_result parse_config(std::string_view text, std::string file);
 
 /// Reads and parses a file (a missing/unreadable file is one error naming
-/// it).
+/// it), then reads each `[butler.runtime]` `system_prompt_file` (relative
+/// to the file's directory) into `system_prompt_text`; one that cannot be
+/// read is an error with its key.
 config_result load_config(const std::string& path);
+
+/// A whole small file, or why not.
+struct small_file {
+  std::string data;
+  /// "" when read; else strerror's text or "larger than N bytes".
+  std::string error;
+};
+
+/// Reads `path` whole, refusing files over `max_bytes`.
+small_file read_small_file(const std::string& path, size_t max_bytes);
 
 /// Applies BUTLERS_DATABASE_URL (database.url), BUTLERS_HTTP_TOKEN
 /// (http.token), BUTLERS_HTTP_PORT (http.port; a bad value is an error

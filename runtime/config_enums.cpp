@@ -36,6 +36,8 @@ const std::vector<enum_name<runtime_kind>>& enum_names<runtime_kind>() {
   static const std::vector<enum_name<runtime_kind>> names{
     {runtime_kind::scripted, "scripted"},
     {runtime_kind::cli, "cli"},
+    {runtime_kind::openai, "openai"},
+    {runtime_kind::anthropic, "anthropic"},
     {runtime_kind::delivery, "delivery"},
   };
   return names;

@@ -39,6 +39,10 @@ enum class runtime_kind {
   scripted,
   /// An LLM CLI in a subprocess.
   cli,
+  /// An OpenAI-compatible chat completions API over HTTP (SSE streaming).
+  openai,
+  /// The Anthropic Messages API over HTTP (SSE streaming).
+  anthropic,
   /// The messenger's channel adapters; set by the runtime for the
   /// messenger, never accepted from a file.
   delivery,

@@ -415,7 +415,8 @@ const fields<runtime_config>& runtime_fields() {
   using c = runtime_config;
   static const fields<c> list{
     choice("kind", &c::kind, "the adapter",
-           {runtime_kind::scripted, runtime_kind::cli}),
+           {runtime_kind::scripted, runtime_kind::cli, runtime_kind::openai,
+            runtime_kind::anthropic}),
     integer("turn_ms", &c::turn_ms, 0, 3600000,
             "scripted: milliseconds per turn"),
     integer("turns", &c::turns, 1, 1000, "scripted: turns per session"),
@@ -437,6 +438,37 @@ const fields<runtime_config>& runtime_fields() {
             "cli: largest stdout accepted"),
     integer("kill_grace_ms", &c::kill_grace_ms, 0, 60000,
             "cli: milliseconds between SIGTERM and SIGKILL"),
+    text("base_url", &c::base_url,
+         "openai, anthropic: the server's root; /v1/... is appended",
+         web_url()),
+    text("model", &c::model, "openai, anthropic: the model name"),
+    text("api_key_env", &c::api_key_env,
+         "openai, anthropic: environment variable holding the API key; \"\" "
+         "sends none",
+         env_name()),
+    integer("max_tokens", &c::max_tokens, 0, 1000000,
+            "openai, anthropic: most output tokens per call; 0: openai sends "
+            "none, anthropic 4096"),
+    number("temperature", &c::temperature, 0.0, 2.0,
+           "openai, anthropic: sampling temperature; unset sends none")
+      .unset_by_default(),
+    text("system_prompt", &c::system_prompt,
+         "openai, anthropic: the system prompt, inline"),
+    text("system_prompt_file", &c::system_prompt_file,
+         "openai, anthropic: file the system prompt is read from at load"),
+    integer("timeout_s", &c::timeout_s, 1, 86400,
+            "openai, anthropic: seconds one model call may take"),
+    integer("max_model_calls", &c::max_model_calls, 1, 1000,
+            "openai, anthropic: most model calls per run (retries not "
+            "counted)"),
+    integer("retries", &c::retries, 0, 100,
+            "openai, anthropic: retries of one call (429, 5xx, transport, "
+            "cut stream)"),
+    integer("retry_base_ms", &c::retry_base_ms, 1, 600000,
+            "openai, anthropic: first backoff, doubled per retry"),
+    integer("retry_max_ms", &c::retry_max_ms, 1, 3600000,
+            "openai, anthropic: longest wait before a retry, retry-after "
+            "included"),
   };
   return list;
 }

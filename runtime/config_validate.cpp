@@ -126,6 +126,41 @@ void check_schedules(checker& c, const butler_config& b,
   }
 }
 
+/// `openai` and `anthropic` runtimes: a server and a model, one system
+/// prompt at most.
+void check_http_model(checker& c, const runtime_config& rt,
+                      const std::string& prefix) {
+  if (rt.kind != runtime_kind::openai && rt.kind != runtime_kind::anthropic)
+    return;
+  auto kind = std::string{"'"} + to_string(rt.kind) + "'";
+  auto base = prefix + ".runtime";
+  auto at = c.where({base + ".kind", base, prefix});
+  if (rt.base_url.empty())
+    c.error(at, base + ".base_url",
+            "an " + kind
+              + " runtime requires base_url (the server's root, e.g. "
+                "https://api.openai.com or http://127.0.0.1:8080)");
+  auto url = std::string_view{rt.base_url};
+  while (!url.empty() && url.back() == '/')
+    url.remove_suffix(1);
+  if (url.size() >= 3 && url.substr(url.size() - 3) == "/v1")
+    c.error(c.where({base + ".base_url", base}), base + ".base_url",
+            "is the server's root; /v1/... is appended, so leave out the "
+            "trailing /v1 (got '"
+              + rt.base_url + "')");
+  if (rt.model.empty())
+    c.error(at, base + ".model", "an " + kind + " runtime requires a model");
+  if (!rt.system_prompt.empty() && !rt.system_prompt_file.empty())
+    c.error(c.where({base + ".system_prompt_file", base}),
+            base + ".system_prompt_file",
+            "set together with system_prompt; give the system prompt inline "
+            "or in a file, not both");
+  if (rt.retry_base_ms > rt.retry_max_ms)
+    c.error(c.where({base + ".retry_base_ms", base}), base + ".retry_base_ms",
+            "must not exceed retry_max_ms (" + std::to_string(rt.retry_base_ms)
+              + " > " + std::to_string(rt.retry_max_ms) + ")");
+}
+
 void check_butlers(checker& c) {
   auto& s = c.s;
   for (size_t i = 0; i < s.butlers.size(); ++i) {
@@ -144,6 +179,7 @@ void check_butlers(checker& c) {
                   "cluster.peers)");
     c.unique_name(s.butlers, i, "butler", "butler");
     check_schedules(c, b, prefix);
+    check_http_model(c, b.runtime, prefix);
   }
 }
 

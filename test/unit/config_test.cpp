@@ -802,7 +802,8 @@ kind = "delivery"
 )",
           1,
           {err("butler[0].runtime.kind")
-             .is("must be one of scripted, cli, got 'delivery'")}),
+             .is("must be one of scripted, cli, openai, anthropic, got "
+                 "'delivery'")}),
   without(parsing("butler_list_values_are_checked", R"([[butler]]
 name = "a"
 triggers = [""]

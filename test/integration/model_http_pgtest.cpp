@@ -1,0 +1,372 @@
+// The HTTP model runtimes (`kind = "openai"` and `kind = "anthropic"`)
+// against real node processes, real PostgreSQL and the fake model server
+// over loopback (test/support/fake_model_server, driven by the recorded
+// streams in test/fixtures): a steer during a call reaches the next call
+// as a user message, interrupt and cancel abort the stream under way
+// within a second, a thread subscriber sees the deltas and then the
+// transcript entry, 429 + Retry-After is honoured, a cut stream is
+// retried, and a 4xx other than 429 fails at once.
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <pqxx/pqxx>
+
+#include "runtime/json.hpp"
+#include "test/support/fake_model_server.hpp"
+#include "test/support/http_client.hpp"
+#include "test/support/node_fixture.hpp"
+#include "test/support/poll.hpp"
+#include "test/support/sse_client.hpp"
+
+namespace butlers::test {
+namespace {
+
+using namespace std::chrono_literals;
+using clock = std::chrono::steady_clock;
+
+/// The conversation a call sent: (role, content), system prompt first.
+using messages = std::vector<std::pair<std::string, std::string>>;
+
+messages messages_of(const fake_model_call& call) {
+  messages out;
+  rapidjson::Document doc;
+  if (json::parse(call.body, doc) || !doc.IsObject())
+    return out;
+  if (doc.HasMember("system") && doc["system"].IsString())
+    out.emplace_back("system", doc["system"].GetString());
+  for (auto& m : doc["messages"].GetArray())
+    out.emplace_back(m["role"].GetString(), m["content"].GetString());
+  return out;
+}
+
+/// The text the default fixture of each API streams.
+std::string fixture_answer(const std::string& kind) {
+  return kind == "openai" ? "Hello! How can I assist you today?"
+                          : "Hello! I'm doing well, thank you for asking. How "
+                            "are you doing today? Is there anything I can "
+                            "help you with?";
+}
+
+class ModelHttp : public node_fixture,
+                  public ::testing::WithParamInterface<std::string> {
+ protected:
+  /// Starts a node whose `general` butler calls the fake with the API of
+  /// the test's parameter; calls are slow unless `fast`.
+  void start(bool slow = true) {
+    if (slow) {
+      fake_model_reply r;
+      r.event_interval = 150ms;
+      fake_.set_default(r);
+    }
+    use_database("modelhttp");
+    use_files("modelhttp");
+    auto config = node_head("model-test", 5, "request_timeout_ms = 10000\n")
+                  + "[[butler]]\nname = \"general\"\n"
+                    "max_concurrent_sessions = 4\nmax_pending = 100\n"
+                    "session_timeout_s = 60\n"
+                    "[butler.runtime]\nkind = \""
+                  + GetParam() + "\"\nbase_url = \"" + fake_.base_url()
+                  + "\"\nmodel = \"test-model\"\n"
+                    "api_key_env = \"BUTLERS_TEST_MODEL_KEY\"\n"
+                    "system_prompt = \"You are a test butler.\"\n"
+                    "timeout_s = 30\nretries = 3\nretry_base_ms = 50\n"
+                    "[[messenger.adapter]]\nkind = \"outbox\"\npath = \""
+                  + dir_ + "/outbox.jsonl\"\n";
+    ASSERT_TRUE(
+      start_node(config, {{"BUTLERS_TEST_MODEL_KEY", "sk-test-key"}}));
+  }
+
+  struct answer {
+    int status = 0;
+    std::string run_id;
+    std::string kind;
+    std::string body;
+  };
+
+  answer turn(const std::string& thread, const std::string& message_id,
+              const std::string& text, const std::string& mode = "") {
+    auto r = http_->post("/v1/threads/" + thread + "/turns",
+                         R"({"message_id":")" + message_id + R"(","text":")"
+                           + text + "\""
+                           + (mode.empty() ? "" : R"(,"mode":")" + mode + "\"")
+                           + "}");
+    answer a;
+    a.status = r.status;
+    a.body = r.body;
+    rapidjson::Document doc;
+    if (!json::parse(r.body, doc) && doc.IsObject()) {
+      if (doc.HasMember("run_id") && doc["run_id"].IsString())
+        a.run_id = doc["run_id"].GetString();
+      if (doc.HasMember("kind") && doc["kind"].IsString())
+        a.kind = doc["kind"].GetString();
+    }
+    return a;
+  }
+
+  std::string query(const std::string& sql, const std::string& run_id) {
+    pqxx::connection conn{url_};
+    pqxx::nontransaction tx{conn};
+    auto r = tx.exec_params(sql, run_id);
+    return r.empty() || r[0][0].is_null() ? std::string{}
+                                          : r[0][0].as<std::string>();
+  }
+
+  std::string run_state(const std::string& run_id) {
+    return query("SELECT state FROM thread_runs WHERE run_id = $1", run_id);
+  }
+
+  std::string reply_of(const std::string& run_id) {
+    return query("SELECT body FROM thread_transcript WHERE run_id = $1 AND "
+                 "role = 'assistant'",
+                 run_id);
+  }
+
+  bool finished(const std::string& run_id) {
+    auto s = run_state(run_id);
+    return s == "ok" || s == "error" || s == "cancelled";
+  }
+
+  /// Waits until call `n` (0-based) is streaming: it began 400 ms ago
+  /// (events come every 150 ms) and has not ended.
+  bool streaming(size_t n) {
+    return eventually(
+      [&] {
+        auto calls = fake_.calls();
+        if (calls.size() <= n)
+          return false;
+        return !calls[n].ended && clock::now() - calls[n].received > 400ms;
+      },
+      10s, 5ms);
+  }
+
+  fake_model_server fake_;
+};
+
+TEST_P(ModelHttp, ASteerDuringACallReachesTheNextCallAsAUserMessage) {
+  start();
+  sse_client events{port_, "/v1/threads/t-steer/events"};
+  ASSERT_TRUE(eventually(
+    [&] {
+      return events.open();
+    },
+    5s));
+  auto first = turn("t-steer", "m1", "plan my week");
+  ASSERT_EQ(first.status, 200) << first.body;
+  ASSERT_TRUE(streaming(0));
+  auto steer = turn("t-steer", "m2", "and book the gym");
+  ASSERT_EQ(steer.status, 200) << steer.body;
+  EXPECT_EQ(steer.kind, "steer");
+  EXPECT_EQ(steer.run_id, first.run_id);
+  ASSERT_TRUE(eventually(
+    [&] {
+      return finished(first.run_id);
+    },
+    30s));
+  EXPECT_EQ(run_state(first.run_id), "ok");
+  auto calls = fake_.calls();
+  ASSERT_EQ(calls.size(), 2u) << "one more call for the input that arrived";
+  // What the model saw: the system prompt, the request with the user's
+  // text fenced as data, then (second call) its first answer and the steer
+  // as a user message.
+  auto one = messages_of(calls[0]);
+  auto two = messages_of(calls[1]);
+  ASSERT_EQ(one.size(), 2u);
+  EXPECT_EQ(one[0],
+            (std::pair<std::string, std::string>{"system",
+                                                 "You are a test butler."}));
+  EXPECT_EQ(one[1].first, "user");
+  EXPECT_NE(one[1].second.find("\"plan my week\""), std::string::npos);
+  ASSERT_EQ(two.size(), 4u);
+  EXPECT_EQ(two[1], one[1]);
+  EXPECT_EQ(two[2],
+            (std::pair<std::string, std::string>{"assistant",
+                                                 fixture_answer(GetParam())}));
+  EXPECT_EQ(two[3].first, "user");
+  EXPECT_NE(two[3].second.find("\"and book the gym\""), std::string::npos);
+  for (auto& m : one)
+    EXPECT_EQ(m.second.find("book the gym"), std::string::npos)
+      << "the steer arrived after the first call began";
+  // The key went as the API wants it.
+  if (GetParam() == "openai") {
+    EXPECT_EQ(calls[0].headers["authorization"], "Bearer sk-test-key");
+  } else {
+    EXPECT_EQ(calls[0].headers["x-api-key"], "sk-test-key");
+    EXPECT_EQ(calls[0].headers["anthropic-version"], "2023-06-01");
+  }
+  EXPECT_EQ(reply_of(first.run_id), fixture_answer(GetParam()));
+  // The subscriber saw steer.applied naming m2, deltas while the answer
+  // was written, then the transcript entry of the reply.
+  ASSERT_TRUE(eventually(
+    [&] {
+      return events.count("event: transcript") >= 3;
+    },
+    5s))
+    << events.text();
+  auto text = events.text();
+  EXPECT_NE(text.find("event: steer.applied"), std::string::npos);
+  EXPECT_NE(text.find(R"("message_ids":["m2"])"), std::string::npos);
+  auto first_delta = text.find("event: delta");
+  auto reply_entry = text.find(R"("role":"assistant")");
+  ASSERT_NE(first_delta, std::string::npos) << text;
+  ASSERT_NE(reply_entry, std::string::npos) << text;
+  EXPECT_LT(first_delta, reply_entry) << "deltas come before the transcript";
+  EXPECT_GE(events.count("event: delta"), 2u);
+  EXPECT_NE(text.find(R"("text":"Hello)"), std::string::npos);
+}
+
+TEST_P(ModelHttp, InterruptStopsTheCallAndStartsTheNewInput) {
+  start();
+  auto first = turn("t-int", "i1", "write a long essay");
+  ASSERT_EQ(first.status, 200) << first.body;
+  ASSERT_TRUE(streaming(0));
+  auto second = turn("t-int", "i2", "no, a haiku", "interrupt");
+  ASSERT_EQ(second.status, 200) << second.body;
+  EXPECT_EQ(second.kind, "start");
+  auto answered = clock::now();
+  ASSERT_TRUE(eventually(
+    [&] {
+      auto calls = fake_.calls();
+      return !calls.empty() && calls[0].ended;
+    },
+    1s))
+    << "the interrupted call's stream was not closed within 1 s";
+  auto calls = fake_.calls();
+  EXPECT_TRUE(calls[0].client_closed);
+  EXPECT_LT(calls[0].ended_at - answered, 1s);
+  ASSERT_TRUE(eventually(
+    [&] {
+      return finished(first.run_id) && finished(second.run_id);
+    },
+    30s));
+  EXPECT_EQ(run_state(first.run_id), "cancelled");
+  EXPECT_EQ(run_state(second.run_id), "ok");
+  calls = fake_.calls();
+  ASSERT_EQ(calls.size(), 2u);
+  auto seen = messages_of(calls[1]);
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_NE(seen[1].second.find("\"no, a haiku\""), std::string::npos);
+  EXPECT_EQ(seen[1].second.find("long essay"), std::string::npos)
+    << "the new run starts from the new input";
+  EXPECT_EQ(reply_of(second.run_id), fixture_answer(GetParam()));
+}
+
+TEST_P(ModelHttp, CancelAbortsTheStreamWithinASecond) {
+  start();
+  auto run = turn("t-cancel", "c1", "take your time");
+  ASSERT_EQ(run.status, 200) << run.body;
+  ASSERT_TRUE(streaming(0));
+  auto cancel = http_->post("/v1/runs/" + run.run_id + "/cancel", "");
+  auto answered = clock::now();
+  ASSERT_EQ(cancel.status, 200) << cancel.body;
+  ASSERT_TRUE(eventually(
+    [&] {
+      auto calls = fake_.calls();
+      return !calls.empty() && calls[0].ended;
+    },
+    1s))
+    << "the stream was not closed within 1 s of the cancel's answer";
+  auto calls = fake_.calls();
+  EXPECT_TRUE(calls[0].client_closed);
+  EXPECT_LT(calls[0].ended_at - answered, 1s);
+  EXPECT_LT(calls[0].events_sent, 10u) << "closed mid-answer";
+  ASSERT_TRUE(eventually(
+    [&] {
+      return finished(run.run_id);
+    },
+    10s));
+  EXPECT_EQ(run_state(run.run_id), "cancelled");
+  EXPECT_EQ(fake_.call_count(), 1u) << "a cancelled call is not retried";
+}
+
+TEST_P(ModelHttp, RetryAfterOfA429IsHonouredAndA500IsRetried) {
+  fake_model_reply limited;
+  limited.kind = fake_model_reply::status;
+  limited.code = 429;
+  limited.headers = "Retry-After: 1\r\n";
+  limited.body = R"({"error":{"type":"rate_limit_error","message":"slow"}})";
+  fake_.push(limited);
+  fake_model_reply broken;
+  broken.kind = fake_model_reply::status;
+  broken.code = 500;
+  broken.body = R"({"error":{"type":"api_error","message":"oops"}})";
+  fake_.push(broken);
+  start(false);
+  auto run = turn("t-429", "r1", "hello");
+  ASSERT_EQ(run.status, 200) << run.body;
+  ASSERT_TRUE(eventually(
+    [&] {
+      return finished(run.run_id);
+    },
+    30s));
+  EXPECT_EQ(run_state(run.run_id), "ok");
+  EXPECT_EQ(reply_of(run.run_id), fixture_answer(GetParam()));
+  auto calls = fake_.calls();
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_EQ(calls[1].body, calls[0].body) << "the same call again";
+  EXPECT_GE(calls[1].received - calls[0].ended_at, 1s)
+    << "retry-after: 1 was honoured (the backoff alone is 50 ms)";
+  EXPECT_LT(calls[2].received - calls[1].ended_at, 1s)
+    << "a 500 without retry-after waits the backoff only";
+}
+
+TEST_P(ModelHttp, ACutStreamIsRetriedAsAWholeCall) {
+  fake_model_reply cut;
+  cut.kind = fake_model_reply::cut;
+  cut.cut_after_events = 4;
+  fake_.push(cut);
+  start(false);
+  auto run = turn("t-cut", "k1", "hello");
+  ASSERT_EQ(run.status, 200) << run.body;
+  ASSERT_TRUE(eventually(
+    [&] {
+      return finished(run.run_id);
+    },
+    30s));
+  EXPECT_EQ(run_state(run.run_id), "ok");
+  auto calls = fake_.calls();
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0].events_sent, 4u);
+  EXPECT_FALSE(calls[0].client_closed) << "the server cut it";
+  EXPECT_EQ(calls[1].body, calls[0].body);
+  EXPECT_EQ(reply_of(run.run_id), fixture_answer(GetParam()))
+    << "the answer is the retried call's, whole, not the cut prefix twice";
+}
+
+TEST_P(ModelHttp, AnotherClientErrorFailsAtOnceWithItsMessage) {
+  fake_model_reply denied;
+  denied.kind = fake_model_reply::status;
+  denied.code = 401;
+  denied.body = R"({"error":{"type":"authentication_error",)"
+                R"("message":"invalid x-api-key"}})";
+  fake_.push(denied);
+  start(false);
+  auto run = turn("t-401", "d1", "hello");
+  ASSERT_EQ(run.status, 200) << run.body;
+  ASSERT_TRUE(eventually(
+    [&] {
+      return finished(run.run_id);
+    },
+    30s));
+  EXPECT_EQ(run_state(run.run_id), "error");
+  auto reply = reply_of(run.run_id);
+  EXPECT_NE(reply.find("answered 401"), std::string::npos) << reply;
+  EXPECT_NE(reply.find("authentication_error: invalid x-api-key"),
+            std::string::npos)
+    << reply;
+  EXPECT_EQ(fake_.call_count(), 1u) << "no retry";
+  EXPECT_EQ(node_->log().find("sk-test-key"), std::string::npos)
+    << "the key is never logged";
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, ModelHttp,
+                         ::testing::Values("openai", "anthropic"),
+                         [](const auto& info) {
+                           return info.param;
+                         });
+
+} // namespace
+} // namespace butlers::test
