@@ -549,7 +549,9 @@ session_actor::behavior_type session(
       auto& st = self->state;
       if (st.finished)
         return;
-      st.turn = std::max(st.turn, applied.turn);
+      // `turn` counts the turns that ended; the adapter reports the one
+      // about to begin.
+      st.turn = std::max(st.turn, applied.turn > 0 ? applied.turn - 1 : 0u);
       if (!applied.inputs.empty() && st.observer)
         self->send(caf::actor_cast<thread_actor>(st.observer), steer_atom_v,
                    std::move(applied));

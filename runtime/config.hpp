@@ -221,9 +221,10 @@ struct runtime_config {
   /// Largest stdout accepted; more kills the session. Default 1048576,
   /// range 1024..67108864.
   uint64_t max_output_bytes = 1048576;
-  /// Milliseconds between SIGTERM and SIGKILL of the process group.
-  /// Default 2000, range 0..60000.
-  uint32_t kill_grace_ms = 2000;
+  /// Milliseconds between SIGTERM and SIGKILL of the process group. The
+  /// default keeps a cancel (and a budget stop) under a second even for a
+  /// CLI that ignores SIGTERM. Default 500, range 0..60000.
+  uint32_t kill_grace_ms = 500;
   // -- openai, anthropic (HTTP model APIs; actors/session_http_model.cpp)
   /// The server's root, http:// or https:// (`/v1/chat/completions` or
   /// `/v1/messages` is appended). Required for these kinds.

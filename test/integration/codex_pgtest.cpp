@@ -51,7 +51,7 @@ class CodexSessions : public node_fixture {
  protected:
   /// Starts a node whose `general` butler runs codex sessions on the fake,
   /// with `env` (NAME=VALUE) for the fake; it logs what it reads to `log()`.
-  void start(std::vector<std::string> env, uint32_t kill_grace_ms = 2000) {
+  void start(std::vector<std::string> env, uint32_t kill_grace_ms = 500) {
     use_database("codex");
     use_files("codex");
     std::string command = R"(["env", "FAKE_CODEX_LOG=)" + log() + "\"";

@@ -1406,7 +1406,7 @@ TEST(config, butler_defaults) {
   EXPECT_TRUE(rt.command.empty());
   EXPECT_EQ(rt.prompt_via, prompt_passing::on_stdin);
   EXPECT_EQ(rt.max_output_bytes, 1048576u);
-  EXPECT_EQ(rt.kill_grace_ms, 2000u);
+  EXPECT_EQ(rt.kill_grace_ms, 500u);
   auto& m = res.settings->messenger;
   EXPECT_EQ(m.max_concurrent_sessions, 64u);
   EXPECT_EQ(m.max_pending, 1000u);
