@@ -540,6 +540,15 @@ pqxx::result inbox_store::finish_with_usage(pqxx::work& tx, const char* name,
     classes.add_or_null(op.error_class);
     models.add_or_null(u.model);
     versions.add_or_null(op.prompt_version);
+    senders.add(op.sender);
+    // A session that reported nothing (refused by a budget, or a runtime
+    // that says nothing) has no usage: NULL, not zeros.
+    if (!has_usage(u)) {
+      for (auto* a :
+           {&input, &output, &cache_read, &cache_write, &cost, &calls})
+        a->null();
+      continue;
+    }
     input.add(count(u.input_tokens));
     output.add(count(u.output_tokens));
     cache_read.add(count(u.cache_read_tokens));
@@ -548,7 +557,6 @@ pqxx::result inbox_store::finish_with_usage(pqxx::work& tx, const char* name,
     std::snprintf(cost_text, sizeof cost_text, "%.17g", u.cost_usd);
     cost.add_or_null(u.cost_known ? cost_text : "");
     calls.add(static_cast<int64_t>(u.calls));
-    senders.add(op.sender);
   }
   return tx.exec_prepared(name, ids.take(), tokens.take(), states.take(),
                           responses.take(), classes.take(), models.take(),
