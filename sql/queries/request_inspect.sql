@@ -47,9 +47,9 @@ SELECT jsonb_build_object(
                  'cost_usd', w.cost_usd, 'model_calls', w.model_calls) END)
              ORDER BY l.ordinal)
     FROM fanout_execution_log l
-    LEFT JOIN route_work w ON w.request_id = m.request_id
-                          AND w.work_id::text = l.work_id::text),
-    '[]'),
+    LEFT JOIN route_work w ON w.request_id = l.request_id
+                          AND w.work_id::text = l.work_id
+    WHERE l.request_id = m.request_id), '[]'),
   'work_items', coalesce((
     SELECT jsonb_agg(jsonb_build_object(
              'work_id', w.work_id, 'butler', w.butler,
