@@ -57,8 +57,10 @@ route_response error_for(const held_item& held, std::string cls,
 }
 
 /// Writes the terminal result (fenced), tells the listener, frees the
-/// bookkeeping slot.
-void write_outcome(butler_ptr self, session_outcome out) {
+/// bookkeeping slot. The session's usage and prompt version go with it,
+/// and `sender`'s daily usage is added up in the same statement.
+void write_outcome(butler_ptr self, session_outcome out,
+                   const std::string& sender = {}) {
   auto& st = self->state;
   work_item item;
   item.work_id = out.work_id;
@@ -66,6 +68,9 @@ void write_outcome(butler_ptr self, session_outcome out) {
   item.lease_token = out.lease_token;
   auto op = op_for(work_op_kind::finish, item, st.params.cfg.lease_s);
   op.state = out.state;
+  op.usage = out.usage;
+  op.prompt_version = st.prompt_version;
+  op.sender = sender;
   op.response = to_json(out.response);
   op.error_class = out.response.status == "error" ? out.response.error_class
                                                   : std::string{};
@@ -121,13 +126,14 @@ void write_outcome(butler_ptr self, session_outcome out) {
 void notify_then_write(butler_ptr self, session_outcome out,
                        const route_envelope& env) {
   auto& st = self->state;
-  auto give_up = [self](session_outcome out, std::string why) {
+  auto sender = env.source_sender_identity;
+  auto give_up = [self, sender](session_outcome out, std::string why) {
     out.state = "error";
     out.response.status = "error";
     out.response.error_class = "target_unavailable";
     out.response.error_message = "reply not delivered: " + why;
     out.response.retryable = true;
-    write_outcome(self, std::move(out));
+    write_outcome(self, std::move(out), sender);
   };
   auto sb = st.ctx->switchboard();
   if (!sb) {
@@ -138,11 +144,11 @@ void notify_then_write(butler_ptr self, session_outcome out,
                                  out.work_id);
   self->request(sb, local_call, deliver_atom_v, std::move(notify))
     .then(
-      [self, out, give_up](const route_response& r) mutable {
+      [self, out, give_up, sender](const route_response& r) mutable {
         if (r.status == "error")
           give_up(std::move(out), r.error_class + ": " + r.error_message);
         else
-          write_outcome(self, std::move(out));
+          write_outcome(self, std::move(out), sender);
       },
       [self, out, give_up](const caf::error& err) mutable {
         give_up(std::move(out), self->system().render(err));
@@ -238,14 +244,17 @@ void on_done(butler_ptr self, session_outcome& out) {
   if (!ended)
     return;
   auto& held = ended->held;
-  st.session_duration->observe(ms_since(ended->started));
+  auto duration_ms = ms_since(ended->started);
+  st.session_duration->observe(duration_ms);
+  if (has_usage(out.usage))
+    st.usage->observe(out.usage, duration_ms / 1000);
   // A thread's run answers into the thread's transcript, not through the
   // messenger.
   if (out.state == "ok" && !out.reply.empty()
       && held.item.trigger_source != "thread")
     notify_then_write(self, std::move(out), held.env);
   else
-    write_outcome(self, std::move(out));
+    write_outcome(self, std::move(out), held.env.source_sender_identity);
   pump(self);
 }
 
@@ -695,6 +704,7 @@ void init_metrics(butler_ptr self) {
                                 "Work items taken over after their lease "
                                 "expired",
                                 label);
+  st.usage = std::make_unique<usage_meters>(m, st.params.cfg.name);
 }
 
 /// Parses the cron schedules (a bad one is logged and never fires) and
@@ -731,14 +741,20 @@ namespace {
 /// Runs every item as a session of the butler's runtime.
 class session_runner final : public work_runner {
  public:
-  explicit session_runner(const butler_config& cfg) {
+  explicit session_runner(const butler_params& bp) {
+    auto& cfg = bp.cfg;
     params_.butler = cfg.name;
     params_.runtime = cfg.runtime;
     params_.kind = runtime_of(cfg.runtime);
     params_.timeout = std::chrono::seconds{cfg.session_timeout_s};
+    params_.budgets = budgets_for(bp.budgets, cfg.name);
   }
 
   session_actor start(butler_ptr self, held_item& held) override {
+    if (!params_.budgets.empty()) {
+      params_.reader = self->state.ctx->reader();
+      params_.meters = self->state.usage->budgets();
+    }
     return self->spawn<caf::linked>(session, params_, held.item, held.env,
                                     butler_actor{self}, std::move(held.steer));
   }
@@ -763,9 +779,12 @@ bool work_runner::answers_switchboard() const {
 butler_actor::behavior_type butler(butler_ptr self, butler_params params,
                                    inbox_writer_actor writer,
                                    node_context_ptr ctx) {
-  auto runner = std::make_unique<session_runner>(params.cfg);
-  return butler_with(self, std::move(params), std::move(writer), std::move(ctx),
-                     std::move(runner));
+  auto runner = std::make_unique<session_runner>(params);
+  auto version = prompt_version_of(params.cfg.runtime);
+  auto behavior = butler_with(self, std::move(params), std::move(writer),
+                              std::move(ctx), std::move(runner));
+  self->state.prompt_version = std::move(version);
+  return behavior;
 }
 
 butler_actor::behavior_type butler_with(butler_ptr self, butler_params params,

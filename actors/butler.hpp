@@ -18,6 +18,7 @@
 #include "runtime/config.hpp"
 #include "runtime/cron.hpp"
 #include "runtime/session_pool.hpp"
+#include "runtime/usage.hpp"
 
 namespace butlers {
 
@@ -29,6 +30,9 @@ struct butler_params {
   /// The connectors, whose tokens and API bases the messenger's adapters
   /// use (the messenger only).
   std::vector<connector_config> connectors;
+  /// `[[budget]]`: the token and cost budgets of the node (the butler's
+  /// sessions check those that select it).
+  std::vector<budget_config> budgets;
   /// Names this node in leases.
   std::string node;
   /// Gets `done_atom, route_response` for every finished work item, after
@@ -107,6 +111,11 @@ struct butler_state {
   counter* overload = nullptr;
   counter* fenced = nullptr;
   counter* recovered = nullptr;
+  /// Tokens, cost and duration of the sessions, and budget decisions.
+  std::unique_ptr<usage_meters> usage;
+  /// The prompt version of the butler's runtime (`prompt_version_of`),
+  /// recorded with each work item's result; "" for none.
+  std::string prompt_version;
 };
 
 /// A butler (see `butler_actor`) whose work items run as sessions of its

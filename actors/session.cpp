@@ -84,6 +84,42 @@ void fail(session_ptr self, std::string cls, std::string message,
   finish(self, std::move(out));
 }
 
+/// Streamed text for the observer: coalesced for `delta_flush`, bounded by
+/// `max_pending_delta_bytes` (more is dropped and counted).
+void add_delta(session_ptr self, const std::string& text) {
+  auto& st = self->state;
+  if (st.finished || !st.observer)
+    return;
+  if (st.deltas.size() + text.size() > max_pending_delta_bytes) {
+    ++st.deltas_dropped;
+    return;
+  }
+  st.deltas += text;
+  if (!st.flush_due) {
+    st.flush_due = true;
+    self->delayed_send(self, delta_flush, flush_atom_v);
+  }
+}
+
+/// Stops the session when its usage so far went past the room its budgets
+/// left: the adapter stops its work (kills the process group, aborts the
+/// stream) and the item fails, not to be retried. True when it stopped.
+bool over_budget(session_ptr self) {
+  auto& st = self->state;
+  if (st.finished || !st.budget.bounded())
+    return false;
+  auto overrun = budget_overrun(st.budget, st.usage);
+  if (!overrun)
+    return false;
+  if (st.params.meters.stopped)
+    st.params.meters.stopped->inc();
+  spdlog::info("session {} of {}: stopped: {}", st.item.work_id,
+               st.params.butler, *overrun);
+  st.adapter->stop();
+  fail(self, "validation_error", std::move(*overrun), false);
+  return true;
+}
+
 // -- cli ----------------------------------------------------------------------
 
 adapter_result to_adapter_result(cli_family family, const subprocess_result& r,
@@ -282,6 +318,8 @@ class scripted_adapter final : public session_adapter {
     script_ = make_script(st.params.runtime, st.params.butler, st.item.work_id,
                           st.env.prompt, st.env.request_id,
                           split_attempt(st.env.segment_id).second);
+    if (st.params.runtime.stream_reply)
+      parts_ = split_reply(script_.reply, script_.turns);
     begin_turn(self, 1);
     end_turn_after(self, script_.turn);
   }
@@ -289,6 +327,8 @@ class scripted_adapter final : public session_adapter {
   void on_turn(session_ptr self) override {
     auto& st = self->state;
     ++st.turn;
+    if (report_turn(self))
+      return;
     // Input that arrived during the last turn still gets a turn that sees
     // it (bounded).
     bool more = st.turn < script_.turns
@@ -312,6 +352,28 @@ class scripted_adapter final : public session_adapter {
   }
 
  private:
+  /// What the turn just ended wrote and used: its part of the reply as a
+  /// delta (stream_reply) and one model call of synthetic usage, checked
+  /// against the budget. True when the budget stopped the session.
+  bool report_turn(session_ptr self) {
+    auto& st = self->state;
+    auto& rt = st.params.runtime;
+    if (st.turn <= parts_.size() && !parts_[st.turn - 1].empty())
+      add_delta(self, parts_[st.turn - 1]);
+    if (!scripted_reports_usage(rt))
+      return false;
+    auto& u = st.usage;
+    u.model = rt.model;
+    u.calls += 1;
+    u.input_tokens += rt.input_tokens;
+    u.output_tokens += rt.tokens_per_turn;
+    if (rt.cost_per_turn_usd > 0) {
+      u.cost_usd += rt.cost_per_turn_usd;
+      u.cost_known = true;
+    }
+    return over_budget(self);
+  }
+
   /// A safe boundary before turn `turn` (1-based): applies every steer
   /// input waiting, records the turn with what it saw, and tells the
   /// observer.
@@ -348,6 +410,8 @@ class scripted_adapter final : public session_adapter {
   /// arrived during the last one.
   scripted_script script_;
   uint32_t extra_turns_ = 0;
+  /// stream_reply: the reply's part streamed after each turn.
+  std::vector<std::string> parts_;
   /// One JSON object per turn begun, with its start time and the message
   /// ids of the steer inputs applied at the boundary before it.
   std::string turn_log_;
@@ -470,6 +534,77 @@ std::string cli_prompt(const std::string& butler, const route_envelope& env) {
   return out;
 }
 
+/// Starts the adapter with the room `run` leaves.
+void run_adapter(session_ptr self, run_budget run) {
+  auto& st = self->state;
+  st.budget = std::move(run);
+  st.running = true;
+  st.adapter->start(self);
+}
+
+/// The budget check's answer: refuses the session (nothing runs) when the
+/// request or the (sender, butler) day is at or over a budget, else starts
+/// it with the room left.
+void on_budget_read(session_ptr self, const named_result& r) {
+  auto& st = self->state;
+  if (st.finished)
+    return;
+  auto spent = r.ok && !r.rows.empty() ? parse_budget_row(r.rows.front())
+                                       : std::nullopt;
+  if (!spent) {
+    fail(self, "internal_error", "budget not checked: unreadable usage", false);
+    return;
+  }
+  auto limits = effective_limits(st.params.budgets, st.params.butler,
+                                 st.env.source_channel, spent->tier);
+  auto d = decide_budget(limits, *spent);
+  if (d.refusal) {
+    auto& m = st.params.meters;
+    if (auto* c = d.daily ? m.refused_daily : m.refused_request)
+      c->inc();
+    spdlog::info("session {} of {}: refused: {}", st.item.work_id,
+                 st.params.butler, *d.refusal);
+    fail(self, "validation_error", std::move(*d.refusal), false);
+    return;
+  }
+  run_adapter(self, std::move(d.run));
+}
+
+/// Starts the adapter, after reading what the request and its sender spent
+/// when a budget may apply (through the reader: nothing blocks).
+void begin(session_ptr self) {
+  auto& st = self->state;
+  auto& p = st.params;
+  bool applies = std::any_of(p.budgets.begin(), p.budgets.end(),
+                             [&](const budget_config& b) {
+                               return budget_matches(b, p.butler,
+                                                     st.env.source_channel, "");
+                             });
+  if (!applies) {
+    run_adapter(self, {});
+    return;
+  }
+  if (!p.reader) {
+    fail(self, "target_unavailable", "budget not checked: no database reader",
+         true);
+    return;
+  }
+  named_statement read{"usage_budget_read",
+                       {st.env.request_id, st.env.source_sender_identity,
+                        p.butler}};
+  self
+    ->request(p.reader, std::chrono::seconds{10}, read_atom_v, std::move(read))
+    .then(
+      [self](const named_result& r) {
+        on_budget_read(self, r);
+      },
+      [self](const caf::error& err) {
+        if (!self->state.finished)
+          fail(self, "target_unavailable",
+               "budget not checked: " + self->system().render(err), true);
+      });
+}
+
 session_actor::behavior_type session(
   session_actor::stateful_pointer<session_state> self, session_params params,
   work_item item, route_envelope env, butler_actor butler,
@@ -486,7 +621,7 @@ session_actor::behavior_type session(
   st.butler = std::move(butler);
   st.started = std::chrono::steady_clock::now();
   st.adapter = make_session_adapter(st.params);
-  st.adapter->start(self);
+  begin(self);
   return {
     [self](cancel_atom) {
       self->state.adapter->stop();
@@ -499,7 +634,9 @@ session_actor::behavior_type session(
       in.arrived_us = unix_now_us();
       in.arrived_turn = st.turn + 1;
       st.steer_inbox.push_back(std::move(in));
-      st.adapter->on_steer(self);
+      // Before the adapter starts, the inbox is its pending input.
+      if (st.running)
+        st.adapter->on_steer(self);
     },
     [self](turn_atom) {
       if (!self->state.finished)
@@ -523,27 +660,18 @@ session_actor::behavior_type session(
       auto answer = self->state.adapter->answer(std::move(r.text));
       succeed(self, std::move(answer.result), std::move(answer.reply));
     },
-    [self](delta_atom, std::string& text) {
-      auto& st = self->state;
-      if (st.finished || !st.observer)
-        return;
-      if (st.deltas.size() + text.size() > max_pending_delta_bytes) {
-        ++st.deltas_dropped;
-        return;
-      }
-      st.deltas += text;
-      if (!st.flush_due) {
-        st.flush_due = true;
-        self->delayed_send(self, delta_flush, flush_atom_v);
-      }
+    [self](delta_atom, const std::string& text) {
+      add_delta(self, text);
     },
     [self](flush_atom) {
       if (!self->state.finished)
         flush_deltas(self);
     },
     [self](usage_atom, session_usage& u) {
-      if (!self->state.finished)
-        self->state.usage = std::move(u);
+      if (self->state.finished)
+        return;
+      self->state.usage = std::move(u);
+      over_budget(self);
     },
     [self](steer_atom, steer_applied& applied) {
       auto& st = self->state;

@@ -10,10 +10,12 @@
 
 #include "actors/interfaces.hpp"
 #include "runtime/blocking_pool.hpp"
+#include "runtime/budget.hpp"
 #include "runtime/config.hpp"
 #include "runtime/delivery.hpp"
 #include "runtime/route.hpp"
 #include "runtime/session_pool.hpp"
+#include "runtime/usage.hpp"
 
 namespace butlers {
 
@@ -50,6 +52,14 @@ struct session_params {
   std::shared_ptr<blocking_pool> pool;
   /// delivery: source messages and the outbound ledger for the adapters.
   std::shared_ptr<delivery_services> services;
+  /// The `[[budget]]` tables that may apply to the butler's sessions
+  /// (`budgets_for`); empty: sessions start without a budget check.
+  std::vector<budget_config> budgets;
+  /// Reads what the budgets were spent on before a session starts (needed
+  /// when `budgets` is not empty).
+  db_reader_actor reader;
+  /// Counts budget refusals and stops (null counters: none).
+  budget_meters meters;
 };
 
 struct session_state;
@@ -125,6 +135,11 @@ struct session_state {
   uint64_t deltas_dropped = 0;
   /// The outcome went to the butler; later events are ignored.
   bool finished = false;
+  /// The adapter started (after the budget check, if any).
+  bool running = false;
+  /// The room the budgets leave this session (unbounded without budgets);
+  /// every `usage_atom` is checked against it.
+  run_budget budget;
 };
 
 /// How long a session coalesces streamed text before passing it on, and

@@ -120,6 +120,7 @@ void start_group(supervisor_ptr self) {
     butler_params params;
     params.adapters = s.messenger.adapters;
     params.connectors = s.connectors;
+    params.budgets = s.budgets;
     params.node = s.node.name;
     params.cfg = cfg;
     auto hdl = cfg.name == "messenger"

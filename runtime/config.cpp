@@ -130,6 +130,7 @@ void read_root(parser& p, const toml::table& root) {
                                  "choice of router is `kind`"))
     read_router(p, *t, out.router);
   read_plain_array(s, "policy", "", policy_fields(), out.policies);
+  read_plain_array(s, "budget", "", budget_fields(), out.budgets);
   read_array(s, "butler", "", out.butlers, read_butler);
   if (auto t = s.table("messenger"))
     read_messenger(p, *t, out.messenger);
@@ -179,6 +180,10 @@ bool operator==(const policy_config& x, const policy_config& y) {
   return equal_fields(policy_fields(), x, y);
 }
 
+bool operator==(const budget_config& x, const budget_config& y) {
+  return equal_fields(budget_fields(), x, y);
+}
+
 bool operator==(const runtime_config& x, const runtime_config& y) {
   return equal_fields(runtime_fields(), x, y);
 }
@@ -224,11 +229,11 @@ bool operator==(const threads_config& x, const threads_config& y) {
 
 bool operator==(const node_settings& x, const node_settings& y) {
   return std::tie(x.node, x.database, x.http, x.switchboard, x.router,
-                  x.policies, x.butlers, x.messenger, x.connectors, x.cluster,
-                  x.scheduler, x.threads)
+                  x.policies, x.budgets, x.butlers, x.messenger, x.connectors,
+                  x.cluster, x.scheduler, x.threads)
          == std::tie(y.node, y.database, y.http, y.switchboard, y.router,
-                     y.policies, y.butlers, y.messenger, y.connectors,
-                     y.cluster, y.scheduler, y.threads);
+                     y.policies, y.budgets, y.butlers, y.messenger,
+                     y.connectors, y.cluster, y.scheduler, y.threads);
 }
 
 bool cluster_config::hosts(const std::string& name) const {
@@ -445,6 +450,8 @@ std::string to_toml(const node_settings& s) {
     out << "[[router.rule]]\n" << print_fields(rule_fields(), rule);
   for (auto& pol : s.policies)
     out << "\n[[policy]]\n" << print_fields(policy_fields(), pol);
+  for (auto& b : s.budgets)
+    out << "\n[[budget]]\n" << print_fields(budget_fields(), b);
   out << "\n[cluster]\n" << print_fields(cluster_fields(), s.cluster);
   if (s.cluster.tls())
     out << "[cluster.tls]\n" << print_fields(cluster_tls_fields(), s.cluster);

@@ -183,6 +183,34 @@ struct policy_config {
   uint32_t retry_max_attempts = 3;
 };
 
+/// One `[[budget]]`: token and cost limits (spec 001 §15.7) for the requests
+/// and sessions its selectors match. Every matching budget applies; the
+/// smallest limit of each kind wins. 0 means no limit of that kind; at
+/// least one limit is set.
+struct budget_config {
+  /// Butlers it applies to, or "*". Default {"*"}.
+  std::vector<std::string> butlers{"*"};
+  /// Source channels (telegram, slack, email, api, mcp) or "*". Default
+  /// {"*"}.
+  std::vector<std::string> channels{"*"};
+  /// Policy tiers (default, interactive, high_priority) or "*". Default
+  /// {"*"}.
+  std::vector<std::string> tiers{"*"};
+  /// Tokens (input, output and cache) the sessions of one request may use,
+  /// over all its segments and attempts. Default 0 (none), range
+  /// 0..1000000000000.
+  uint64_t request_tokens = 0;
+  /// US dollars the sessions of one request may cost. Default 0.0 (none),
+  /// range 0.0..1000000.0.
+  double request_cost_usd = 0.0;
+  /// Tokens one sender's sessions of one butler may use per UTC day.
+  /// Default 0 (none), range 0..1000000000000.
+  uint64_t daily_tokens = 0;
+  /// US dollars one sender's sessions of one butler may cost per UTC day.
+  /// Default 0.0 (none), range 0.0..1000000.0.
+  double daily_cost_usd = 0.0;
+};
+
 /// `[butler.runtime]`: the adapter a butler's sessions run on.
 struct runtime_config {
   /// scripted or cli (delivery only for the messenger, set by the runtime).
@@ -209,6 +237,22 @@ struct runtime_config {
   /// Seed of the failure draw; 0 (default) seeds from the clock. TOML
   /// integers are signed, so the file can give 0..9223372036854775807.
   uint64_t seed = 0;
+  /// Synthetic usage, reported after every turn as one model call (for
+  /// testing usage records and budgets; nothing is reported while all are
+  /// unset): input tokens of each call. Default 0, range 0..1000000000.
+  uint64_t input_tokens = 0;
+  /// Output tokens of each call. Default 0, range 0..1000000000.
+  uint64_t tokens_per_turn = 0;
+  /// US dollars of each call. Default 0.0, range 0.0..1000.0.
+  double cost_per_turn_usd = 0.0;
+  /// Streams the reply as deltas, one part per turn (split at spaces), to a
+  /// thread's event stream. Default false.
+  bool stream_reply = false;
+  // -- scripted and model runtimes
+  /// The model the runtime uses (scripted: the one it reports; openai,
+  /// anthropic: the name sent with every call, required for them;
+  /// recorded with the session's usage). Default "".
+  std::string model;
   // -- cli
   /// Output family: claude, codex or opencode. Default claude.
   cli_family family = cli_family::claude;
@@ -229,8 +273,6 @@ struct runtime_config {
   /// The server's root, http:// or https:// (`/v1/chat/completions` or
   /// `/v1/messages` is appended). Required for these kinds.
   std::string base_url;
-  /// The model name sent with every call. Required for these kinds.
-  std::string model;
   /// Environment variable holding the API key; "" (default) sends none
   /// (local servers).
   std::string api_key_env;
@@ -534,6 +576,8 @@ struct node_settings {
   router_config router;
   /// `[[policy]]`, in file order. Default empty.
   std::vector<policy_config> policies;
+  /// `[[budget]]`, in file order. Default empty.
+  std::vector<budget_config> budgets;
   /// `[[butler]]`, in file order. Default empty.
   std::vector<butler_config> butlers;
   /// `[messenger]`.
@@ -565,6 +609,7 @@ bool operator==(const switchboard_config& x, const switchboard_config& y);
 bool operator==(const routing_rule_config& x, const routing_rule_config& y);
 bool operator==(const router_config& x, const router_config& y);
 bool operator==(const policy_config& x, const policy_config& y);
+bool operator==(const budget_config& x, const budget_config& y);
 bool operator==(const runtime_config& x, const runtime_config& y);
 bool operator==(const schedule_config& x, const schedule_config& y);
 bool operator==(const butler_config& x, const butler_config& y);
@@ -602,6 +647,9 @@ inline bool operator!=(const router_config& x, const router_config& y) {
   return !(x == y);
 }
 inline bool operator!=(const policy_config& x, const policy_config& y) {
+  return !(x == y);
+}
+inline bool operator!=(const budget_config& x, const budget_config& y) {
   return !(x == y);
 }
 inline bool operator!=(const runtime_config& x, const runtime_config& y) {

@@ -93,6 +93,15 @@ check_fn plain_name() {
   };
 }
 
+/// A butler's name or "*".
+check_fn butler_selector() {
+  return [](const std::string& x) -> std::string {
+    if (x == "*" || is_plain_name(x))
+      return {};
+    return "must be * or match ^[a-z][a-z0-9_-]{0,63}$, got '" + x + "'";
+  };
+}
+
 /// A plain name, or "" (unset).
 check_fn plain_name_or_empty() {
   return [](const std::string& x) -> std::string {
@@ -387,6 +396,29 @@ const fields<policy_config>& policy_fields() {
   return list;
 }
 
+const fields<budget_config>& budget_fields() {
+  using c = budget_config;
+  static const fields<c> list{
+    texts("butlers", &c::butlers, "butlers it applies to; * means all",
+          butler_selector()),
+    texts_of("channels", &c::channels, channel_names(),
+             "source channels it applies to; * means all"),
+    texts_of("tiers", &c::tiers,
+             {"*", "default", "interactive", "high_priority"},
+             "policy tiers it applies to; * means all"),
+    integer("request_tokens", &c::request_tokens, 0, 1000000000000,
+            "tokens the sessions of one request may use; 0 means no limit"),
+    number("request_cost_usd", &c::request_cost_usd, 0.0, 1000000.0,
+           "US dollars the sessions of one request may cost; 0 means no "
+           "limit"),
+    integer("daily_tokens", &c::daily_tokens, 0, 1000000000000,
+            "tokens per (sender, butler) and UTC day; 0 means no limit"),
+    number("daily_cost_usd", &c::daily_cost_usd, 0.0, 1000000.0,
+           "US dollars per (sender, butler) and UTC day; 0 means no limit"),
+  };
+  return list;
+}
+
 const fields<butler_config>& butler_fields() {
   using c = butler_config;
   static const fields<c> list{
@@ -429,6 +461,17 @@ const fields<runtime_config>& runtime_fields() {
     text("reply", &c::reply, "scripted: reply template"),
     integer("seed", &c::seed, 0, i64_max,
             "scripted: seed of the failure draw; 0 seeds from the clock"),
+    integer("input_tokens", &c::input_tokens, 0, 1000000000,
+            "scripted: synthetic input tokens of each turn's model call"),
+    integer("tokens_per_turn", &c::tokens_per_turn, 0, 1000000000,
+            "scripted: synthetic output tokens of each turn"),
+    number("cost_per_turn_usd", &c::cost_per_turn_usd, 0.0, 1000.0,
+           "scripted: synthetic cost of each turn in US dollars"),
+    flag("stream_reply", &c::stream_reply,
+         "scripted: stream the reply as deltas, one part per turn"),
+    text("model", &c::model,
+         "the model; scripted: the one it reports; openai, anthropic: the "
+         "name sent with every call (required)"),
     choice("family", &c::family, "cli: output format of the program"),
     texts("command", &c::command,
           "cli: program and arguments; [] means the family's default"),
@@ -441,7 +484,6 @@ const fields<runtime_config>& runtime_fields() {
     text("base_url", &c::base_url,
          "openai, anthropic: the server's root; /v1/... is appended",
          web_url()),
-    text("model", &c::model, "openai, anthropic: the model name"),
     text("api_key_env", &c::api_key_env,
          "openai, anthropic: environment variable holding the API key; \"\" "
          "sends none",
@@ -669,6 +711,7 @@ std::vector<section_reference> config_reference() {
     reference_of("[router]", router_fields()),
     reference_of("[[router.rule]]", rule_fields()),
     reference_of("[[policy]]", policy_fields()),
+    reference_of("[[budget]]", budget_fields()),
     reference_of("[[butler]]", butler_fields()),
     reference_of("[butler.runtime]", runtime_fields()),
     reference_of("[[butler.schedule]]", schedule_fields()),

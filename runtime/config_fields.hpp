@@ -388,6 +388,7 @@ const fields<switchboard_config>& switchboard_fields();
 const fields<router_config>& router_fields();
 const fields<routing_rule_config>& rule_fields();
 const fields<policy_config>& policy_fields();
+const fields<budget_config>& budget_fields();
 const fields<butler_config>& butler_fields();
 const fields<runtime_config>& runtime_fields();
 const fields<schedule_config>& schedule_fields();

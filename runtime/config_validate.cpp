@@ -109,6 +109,25 @@ void check_router_and_policies(checker& c) {
              "policy tier");
 }
 
+void check_budgets(checker& c) {
+  auto& s = c.s;
+  for (size_t i = 0; i < s.budgets.size(); ++i) {
+    auto& b = s.budgets[i];
+    auto prefix = "budget[" + std::to_string(i) + "]";
+    if (b.request_tokens == 0 && b.request_cost_usd == 0 && b.daily_tokens == 0
+        && b.daily_cost_usd == 0)
+      c.error(c.where({prefix}), prefix,
+              "sets no limit; give at least one of request_tokens, "
+              "request_cost_usd, daily_tokens and daily_cost_usd");
+    for (auto [key, xs] :
+         {std::pair{"butlers", &b.butlers}, std::pair{"channels", &b.channels},
+          std::pair{"tiers", &b.tiers}})
+      if (xs->empty())
+        c.error(c.where({prefix + "." + key, prefix}), prefix + "." + key,
+                std::string{"selects nothing; [\"*\"] means every one"});
+  }
+}
+
 void check_schedules(checker& c, const butler_config& b,
                      const std::string& prefix) {
   for (size_t j = 0; j < b.schedules.size(); ++j) {
@@ -390,6 +409,7 @@ std::vector<config_error> validate_settings(const node_settings& s) {
   checker c{s, {}};
   check_http_and_switchboard(c);
   check_router_and_policies(c);
+  check_budgets(c);
   check_butlers(c);
   check_messenger_and_connectors(c);
   check_cluster(c);

@@ -1,6 +1,8 @@
 #include "runtime/inbox_store.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <limits>
 #include <unordered_map>
 
 #include <pqxx/pqxx>
@@ -8,6 +10,7 @@
 #include "runtime/embedded.hpp"
 #include "runtime/migrations.hpp"
 #include "runtime/pg_array.hpp"
+#include "runtime/usage.hpp"
 
 namespace butlers {
 
@@ -35,6 +38,7 @@ constexpr const char* prepared[] = {"inbox_append",
                                     "work_start",
                                     "work_renew",
                                     "work_finish",
+                                    "work_finish_usage",
                                     "fanout_plan_store",
                                     "fanout_segment_update"};
 
@@ -486,11 +490,18 @@ void inbox_store::write_work(pqxx::work& tx, const std::vector<work_op>& in,
       auto [ids, tokens, leases] = tokens_and_leases(renews);
       return tx.exec_prepared(name, ids, tokens, leases);
     });
-  if (!finishes.empty())
-    fenced("work_finish", finishes, [&](const char* name) {
+  // Results with usage or a prompt version go through work_finish_usage
+  // (its columns and the daily totals); the rest (deliveries, the
+  // benchmarks' scripted sessions) through the plain statement.
+  std::vector<size_t> plain, metered;
+  for (auto i : finishes)
+    (in[i].prompt_version.empty() && !has_usage(in[i].usage) ? plain : metered)
+      .push_back(i);
+  if (!plain.empty())
+    fenced("work_finish", plain, [&](const char* name) {
       pg_array ids{el::uuid}, tokens{el::int8}, states{el::text},
         responses{el::text}, classes{el::text};
-      for (auto i : finishes) {
+      for (auto i : plain) {
         auto& op = in[i];
         ids.add(op.item.work_id);
         tokens.add(op.item.lease_token);
@@ -501,6 +512,57 @@ void inbox_store::write_work(pqxx::work& tx, const std::vector<work_op>& in,
       return tx.exec_prepared(name, ids.take(), tokens.take(), states.take(),
                               responses.take(), classes.take());
     });
+  if (!metered.empty())
+    fenced("work_finish_usage", metered, [&](const char* name) {
+      return finish_with_usage(tx, name, in, metered);
+    });
+}
+
+pqxx::result inbox_store::finish_with_usage(pqxx::work& tx, const char* name,
+                                            const std::vector<work_op>& in,
+                                            const std::vector<size_t>& which) {
+  using el = pg_array::element;
+  pg_array ids{el::uuid}, tokens{el::int8}, states{el::text},
+    responses{el::text}, classes{el::text}, models{el::text},
+    versions{el::text}, input{el::int8}, output{el::int8}, cache_read{el::int8},
+    cache_write{el::int8}, cost{el::text}, calls{el::int8}, senders{el::text};
+  auto count = [](uint64_t x) {
+    return static_cast<int64_t>(
+      std::min<uint64_t>(x, std::numeric_limits<int64_t>::max()));
+  };
+  for (auto i : which) {
+    auto& op = in[i];
+    auto& u = op.usage;
+    ids.add(op.item.work_id);
+    tokens.add(op.item.lease_token);
+    states.add(op.state);
+    responses.add(op.response);
+    classes.add_or_null(op.error_class);
+    models.add_or_null(u.model);
+    versions.add_or_null(op.prompt_version);
+    senders.add(op.sender);
+    // A session that reported nothing (refused by a budget, or a runtime
+    // that says nothing) has no usage: NULL, not zeros.
+    if (!has_usage(u)) {
+      for (auto* a :
+           {&input, &output, &cache_read, &cache_write, &cost, &calls})
+        a->null();
+      continue;
+    }
+    input.add(count(u.input_tokens));
+    output.add(count(u.output_tokens));
+    cache_read.add(count(u.cache_read_tokens));
+    cache_write.add(count(u.cache_write_tokens));
+    char cost_text[32];
+    std::snprintf(cost_text, sizeof cost_text, "%.17g", u.cost_usd);
+    cost.add_or_null(u.cost_known ? cost_text : "");
+    calls.add(static_cast<int64_t>(u.calls));
+  }
+  return tx.exec_prepared(name, ids.take(), tokens.take(), states.take(),
+                          responses.take(), classes.take(), models.take(),
+                          versions.take(), input.take(), output.take(),
+                          cache_read.take(), cache_write.take(), cost.take(),
+                          calls.take(), senders.take());
 }
 
 void inbox_store::write_work_appends(pqxx::work& tx,

@@ -91,6 +91,10 @@ class inbox_store {
                          std::vector<bool>& out);
   void write_work(pqxx::work& tx, const std::vector<work_op>& in,
                   std::vector<work_result>& out);
+  /// The finish ops `which` of `in` through `name` (work_finish_usage).
+  pqxx::result finish_with_usage(pqxx::work& tx, const char* name,
+                                 const std::vector<work_op>& in,
+                                 const std::vector<size_t>& which);
   void write_work_appends(pqxx::work& tx, const std::vector<work_op>& in,
                           const std::vector<size_t>& which,
                           std::vector<work_result>& out);

@@ -188,6 +188,38 @@ enum class work_op_kind : uint8_t {
   lease,
 };
 
+/// Token use and cost a runtime reported for one session, cumulative over
+/// its model calls (turns). Zero where the runtime reports nothing.
+struct session_usage {
+  /// The model that answered ("" when the runtime did not say).
+  std::string model;
+  uint64_t input_tokens = 0;
+  uint64_t output_tokens = 0;
+  /// Prompt-cache reads and writes (Anthropic, Claude Code, OpenAI
+  /// `cached_tokens`); included in neither count above.
+  uint64_t cache_read_tokens = 0;
+  uint64_t cache_write_tokens = 0;
+  /// US dollars when the runtime reports a cost (Claude Code's
+  /// `total_cost_usd`), else 0 with `cost_known` false.
+  double cost_usd = 0;
+  bool cost_known = false;
+  /// Model calls (HTTP requests, CLI turns) made so far.
+  uint32_t calls = 0;
+
+  /// Every token counted against a token budget.
+  uint64_t total_tokens() const {
+    return input_tokens + output_tokens + cache_read_tokens
+           + cache_write_tokens;
+  }
+};
+
+template<class Inspector>
+typename Inspector::result_type inspect(Inspector& f, session_usage& x) {
+  return f(caf::meta::type_name("session_usage"), x.model, x.input_tokens,
+           x.output_tokens, x.cache_read_tokens, x.cache_write_tokens,
+           x.cost_usd, x.cost_known, x.calls);
+}
+
 /// One write to the route inbox, batched with everything else the inbox
 /// writer commits.
 struct work_op {
@@ -213,12 +245,19 @@ struct work_op {
   /// free): a new item is stored `running`, its first attempt counted, so
   /// no separate start write follows.
   bool start = false;
+  /// finish: what the session's runtime reported, its prompt version (""
+  /// for none), and the request's sender (the daily usage's key). Stored
+  /// with the result when there is usage or a prompt version.
+  session_usage usage;
+  std::string prompt_version;
+  std::string sender;
 };
 
 template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, work_op& x) {
   return f(caf::meta::type_name("work_op"), x.kind, x.item, x.lease_s, x.state,
-           x.response, x.error_class, x.limit, x.own, x.start);
+           x.response, x.error_class, x.limit, x.own, x.start, x.usage,
+           x.prompt_version, x.sender);
 }
 
 /// The outcome of a `work_op`.
@@ -352,38 +391,6 @@ template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, write_reply& x) {
   return f(caf::meta::type_name("write_reply"), x.named, x.work, x.completions,
            x.errors, x.error_messages);
-}
-
-/// Token use and cost a runtime reported for one session, cumulative over
-/// its model calls (turns). Zero where the runtime reports nothing.
-struct session_usage {
-  /// The model that answered ("" when the runtime did not say).
-  std::string model;
-  uint64_t input_tokens = 0;
-  uint64_t output_tokens = 0;
-  /// Prompt-cache reads and writes (Anthropic, Claude Code, OpenAI
-  /// `cached_tokens`); included in neither count above.
-  uint64_t cache_read_tokens = 0;
-  uint64_t cache_write_tokens = 0;
-  /// US dollars when the runtime reports a cost (Claude Code's
-  /// `total_cost_usd`), else 0 with `cost_known` false.
-  double cost_usd = 0;
-  bool cost_known = false;
-  /// Model calls (HTTP requests, CLI turns) made so far.
-  uint32_t calls = 0;
-
-  /// Every token counted against a token budget.
-  uint64_t total_tokens() const {
-    return input_tokens + output_tokens + cache_read_tokens
-           + cache_write_tokens;
-  }
-};
-
-template<class Inspector>
-typename Inspector::result_type inspect(Inspector& f, session_usage& x) {
-  return f(caf::meta::type_name("session_usage"), x.model, x.input_tokens,
-           x.output_tokens, x.cache_read_tokens, x.cache_write_tokens,
-           x.cost_usd, x.cost_known, x.calls);
 }
 
 /// What a runtime adapter produced for one session.

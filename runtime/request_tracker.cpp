@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "runtime/budget.hpp"
 #include "runtime/error.hpp"
 #include "runtime/json.hpp"
 #include "runtime/scripted.hpp"
@@ -703,6 +704,10 @@ void request_tracker::count_in_progress() {
 // -- free functions -----------------------------------------------------------
 
 std::string error_reply(const tracked_request& rq, const fanout::verdict_t& v) {
+  // A budget refused or stopped it: say which (runtime/budget.hpp).
+  if (v.error_class == "validation_error" && is_budget_message(v.error_message))
+    return budget_reply(v.error_message) + " Reference: request "
+           + rq.record.context.request_id + ".";
   std::string what;
   if (v.error_class == "overload_rejected")
     what = "is busy right now; please try again in a few minutes";

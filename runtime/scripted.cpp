@@ -1,5 +1,6 @@
 #include "runtime/scripted.hpp"
 
+#include <algorithm>
 #include <functional>
 #include <random>
 
@@ -41,6 +42,29 @@ std::string render_reply(std::string_view templ, std::string_view butler,
     else
       out.append(templ.substr(open, close - open + 1));
     i = close + 1;
+  }
+  return out;
+}
+
+std::vector<std::string> split_reply(std::string_view reply, uint32_t parts) {
+  parts = std::max<uint32_t>(1, parts);
+  // Where each word after the first begins (at the space before it).
+  std::vector<size_t> cuts;
+  for (size_t i = 1; i < reply.size(); ++i)
+    if (reply[i] == ' ' && reply[i - 1] != ' ')
+      cuts.push_back(i);
+  size_t words = cuts.size() + 1;
+  std::vector<std::string> out;
+  size_t from = 0;
+  for (uint32_t p = 1; p <= parts; ++p) {
+    size_t to = reply.size();
+    if (p < parts) {
+      size_t word = words * p / parts; // the first word of the next part
+      to = word == 0 ? 0 : cuts[word - 1];
+      to = std::max(to, from);
+    }
+    out.emplace_back(reply.substr(from, to - from));
+    from = to;
   }
   return out;
 }

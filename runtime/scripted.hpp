@@ -8,6 +8,7 @@
 #include <chrono>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "runtime/config.hpp"
 
@@ -23,6 +24,12 @@ bool is_retryable_class(std::string_view cls);
 std::string render_reply(std::string_view templ, std::string_view butler,
                          std::string_view prompt, std::string_view request_id,
                          uint32_t turns);
+
+/// `reply` cut into `parts` pieces at spaces (as evenly as its words
+/// allow; a piece may be empty when there are fewer words than parts), in
+/// order: joined, they are `reply` again. Each piece after the first
+/// starts with the space before its first word.
+std::vector<std::string> split_reply(std::string_view reply, uint32_t parts);
 
 /// One scripted session's script.
 struct scripted_script {

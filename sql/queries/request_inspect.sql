@@ -1,6 +1,7 @@
 -- GET /v1/requests/{id}: what was received, how it was decomposed, where
--- each part went and what came of it, as one JSON document (no row when
--- the request is unknown). $1 request_id.
+-- each part went and what came of it (with the model, tokens and cost of
+-- each work item and their total), as one JSON document (no row when the
+-- request is unknown). $1 request_id.
 SELECT jsonb_build_object(
   'request_id', m.request_id,
   'lifecycle_state', m.lifecycle_state,
@@ -34,16 +35,53 @@ SELECT jsonb_build_object(
              'prompt', l.prompt, 'state', l.state, 'attempts', l.attempts,
              'work_id', l.work_id, 'error_class', l.error_class,
              'error_message', l.error_message,
-             'response', l.raw_response) ORDER BY l.ordinal)
-    FROM fanout_execution_log l WHERE l.request_id = m.request_id), '[]'),
+             'response', l.raw_response,
+             -- The usage of the subrequest's current work item.
+             'model', w.model,
+             'usage', CASE WHEN w.model_calls IS NULL THEN NULL ELSE
+               jsonb_build_object(
+                 'input_tokens', w.input_tokens,
+                 'output_tokens', w.output_tokens,
+                 'cache_read_tokens', w.cache_read_tokens,
+                 'cache_write_tokens', w.cache_write_tokens,
+                 'cost_usd', w.cost_usd, 'model_calls', w.model_calls) END)
+             ORDER BY l.ordinal)
+    FROM fanout_execution_log l
+    LEFT JOIN route_work w ON w.request_id = l.request_id
+                          AND w.work_id::text = l.work_id
+    WHERE l.request_id = m.request_id), '[]'),
   'work_items', coalesce((
     SELECT jsonb_agg(jsonb_build_object(
              'work_id', w.work_id, 'butler', w.butler,
              'segment_id', w.segment_id, 'state', w.state,
              'attempts', w.attempts, 'error_class', w.error_class,
-             'created_at', w.created_at, 'finished_at', w.finished_at)
+             'created_at', w.created_at, 'finished_at', w.finished_at,
+             'model', w.model, 'prompt_version', w.prompt_version,
+             'usage', CASE WHEN w.model_calls IS NULL THEN NULL ELSE
+               jsonb_build_object(
+                 'input_tokens', w.input_tokens,
+                 'output_tokens', w.output_tokens,
+                 'cache_read_tokens', w.cache_read_tokens,
+                 'cache_write_tokens', w.cache_write_tokens,
+                 'cost_usd', w.cost_usd, 'model_calls', w.model_calls) END)
              ORDER BY w.created_at)
     FROM route_work w WHERE w.request_id = m.request_id), '[]'),
+  -- Every work item's usage added up (zeros when none reported any).
+  'usage', (SELECT jsonb_build_object(
+              'input_tokens', coalesce(sum(w.input_tokens), 0),
+              'output_tokens', coalesce(sum(w.output_tokens), 0),
+              'cache_read_tokens', coalesce(sum(w.cache_read_tokens), 0),
+              'cache_write_tokens', coalesce(sum(w.cache_write_tokens), 0),
+              'total_tokens', coalesce(sum(coalesce(w.input_tokens, 0)
+                                           + coalesce(w.output_tokens, 0)
+                                           + coalesce(w.cache_read_tokens, 0)
+                                           + coalesce(w.cache_write_tokens,
+                                                      0)), 0),
+              'cost_usd', sum(w.cost_usd),
+              'model_calls', coalesce(sum(w.model_calls), 0),
+              'models', coalesce(jsonb_agg(DISTINCT w.model)
+                                   FILTER (WHERE w.model IS NOT NULL), '[]'))
+            FROM route_work w WHERE w.request_id = m.request_id),
   'transitions', coalesce((
     SELECT jsonb_agg(jsonb_build_object(
              'from', t.from_state, 'to', t.to_state, 'by', t.lease_owner,
