@@ -318,15 +318,16 @@ using cluster_actor = cluster_peer_actor::extend<
 // -------------------------------------------------------------------
 
 /// One conversation thread (spec 003): serializes its turns, keeps at most
-/// one active run per butler, starts, steers, queues, interrupts and cancels
-/// runs, persists every user turn before it applies it, and publishes thread
-/// and summary events. Created on demand by the directory, retired by it
-/// when idle; everything it must remember is in the database.
+/// one active run per butler, starts, steers, queues, interrupts, collects
+/// (collect mode) and cancels runs, persists every user turn before it
+/// applies it, and publishes thread and summary events. Created on demand by
+/// the directory, retired by it when idle; everything it must remember is in
+/// the database.
 using thread_actor = caf::typed_actor<
-  /// A user turn: start-or-steer (or queue, interrupt, reject).
+  /// A user turn: start-or-steer (or queue, interrupt, reject, collect).
   caf::replies_to<turn_atom, thread_turn>::with<turn_result>,
-  /// Cancels run `run_id`, or every active and queued run when "";
-  /// answers how many runs it cancelled.
+  /// Cancels run `run_id`, or every active, queued and collecting run when
+  /// ""; answers how many runs it cancelled.
   caf::replies_to<cancel_atom, std::string>::with<uint32_t>,
   /// Unix ms since which the thread has been idle (no run, queue or write);
   /// -1 when busy.
@@ -337,8 +338,10 @@ using thread_actor = caf::typed_actor<
   caf::reacts_to<steer_atom, steer_applied>,
   /// Text a run's session streamed (work id, coalesced delta): published
   /// as a `delta` event.
-  caf::reacts_to<delta_atom, std::string,
-                 std::string>>::extend_with<route_listener_actor>;
+  caf::reacts_to<delta_atom, std::string, std::string>,
+  /// INTERNAL: the timer of the collect window of run `run_id` (at most
+  /// one out per window).
+  caf::reacts_to<timeout_atom, std::string>>::extend_with<route_listener_actor>;
 
 /// Maps thread id → thread actor: spawns threads on demand, forwards to
 /// them in arrival order, knows which thread runs which active run, and

@@ -7,6 +7,7 @@
 #include <caf/send.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/thread_events.hpp"
 #include "runtime/json.hpp"
 #include "runtime/route.hpp"
 #include "runtime/uuid.hpp"
@@ -16,6 +17,9 @@ namespace butlers {
 namespace {
 
 using thread_ptr = thread_actor::stateful_pointer<thread_state>;
+using thread_events::publish;
+using thread_events::publish_message;
+using thread_events::publish_run;
 
 /// Recent message ids a thread remembers per activation.
 constexpr size_t max_recent = 64;
@@ -52,76 +56,6 @@ thread_run* find_run(std::vector<thread_run>& xs, const std::string& key,
     if ((by_work ? r.work_id : r.run_id) == key && !key.empty())
       return &r;
   return nullptr;
-}
-
-// -- events -------------------------------------------------------------------
-
-void publish_summary(thread_ptr self) {
-  auto& st = self->state;
-  auto& hub = st.env->hub;
-  if (!hub || !hub->wants_summary())
-    return;
-  std::string active = "[";
-  size_t queued = 0;
-  if (st.act) {
-    for (auto& r : st.act->runs) {
-      if (active.size() > 1)
-        active += ',';
-      active += json::quote(r.run_id);
-    }
-    queued = st.act->queued.size();
-  }
-  active += ']';
-  bool running = active.size() > 2;
-  std::string body = R"({"thread_id":)" + json::quote(st.id)
-                     + R"(,"run_status":)"
-                     + (running ? R"("running")" : R"("idle")")
-                     + R"(,"active_run_ids":)" + active + R"(,"queued_runs":)"
-                     + std::to_string(queued) + R"(,"updated_at_unix_ms":)"
-                     + std::to_string(unix_now_ms()) + "}";
-  hub->publish_summary(st.id, sse_frame("summary", body));
-}
-
-void publish(thread_ptr self, const char* type, const std::string& body,
-             std::string_view id = {}) {
-  auto& st = self->state;
-  auto& hub = st.env->hub;
-  if (!hub || !hub->wants_thread(st.id))
-    return;
-  hub->publish_thread(st.id, sse_frame(type, body, id));
-}
-
-void publish_message(thread_ptr self, int64_t cursor,
-                     const std::string& message_id, const char* role,
-                     const std::string& kind, const std::string& run_id,
-                     const std::string& butler, const std::string& body) {
-  auto& st = self->state;
-  if (!st.env->hub || !st.env->hub->wants_thread(st.id))
-    return;
-  auto c = std::to_string(cursor);
-  publish(self, "transcript",
-          R"({"thread_id":)" + json::quote(st.id) + R"(,"cursor":)" + c
-            + R"(,"message_id":)" + json::quote(message_id) + R"(,"role":")"
-            + role + R"(","kind":)" + json::quote(kind) + R"(,"run_id":)"
-            + json::quote(run_id) + R"(,"butler":)" + json::quote(butler)
-            + R"(,"body":)" + json::quote(body) + "}",
-          c);
-}
-
-void publish_run(thread_ptr self, const std::string& run_id,
-                 const std::string& butler, const std::string& state,
-                 const std::string& error = {}) {
-  auto& st = self->state;
-  if (st.env->hub && st.env->hub->wants_thread(st.id)) {
-    std::string body = R"({"thread_id":)" + json::quote(st.id) + R"(,"run_id":)"
-                       + json::quote(run_id) + R"(,"butler":)"
-                       + json::quote(butler) + R"(,"state":)"
-                       + json::quote(state);
-    if (!error.empty())
-      body += R"(,"error":)" + json::quote(error);
-    publish(self, "run", body + "}");
-  }
-  publish_summary(self);
 }
 
 // -- runs ---------------------------------------------------------------------
@@ -248,6 +182,87 @@ void start_queued(thread_ptr self, const std::string& butler) {
   act.queued.erase(i);
   write_run_state(self, q.run_id, "accepted", "");
   launch(self, std::move(q.run_id), std::move(q.butler), std::move(q.text));
+}
+
+// -- collect mode -------------------------------------------------------------
+
+/// The open collect window of `butler`, or null.
+collect_window* find_window(thread_activity& act, std::string_view butler) {
+  for (auto& w : act.collecting)
+    if (w.butler() == butler)
+      return &w;
+  return nullptr;
+}
+
+/// Closes collect window `i`: its run goes to its butler with every
+/// collected turn as its input.
+void close_window(thread_ptr self, size_t i) {
+  auto& act = activity(self);
+  auto w = std::move(act.collecting[i]);
+  act.collecting.erase(act.collecting.begin() + static_cast<ptrdiff_t>(i));
+  write_run_state(self, w.run_id(), "accepted", "");
+  launch(self, w.run_id(), w.butler(), w.input());
+}
+
+/// Closes the windows that are due (their run goes to its butler with every
+/// collected turn as its input) and arms the timer of each other window
+/// that has none out. Never while a turn is being decided: it may be
+/// joining a window (`answer` tends them once it is done).
+void tend_windows(thread_ptr self) {
+  auto& act = activity(self);
+  if (act.busy)
+    return;
+  auto now = self->clock().now();
+  for (size_t i = 0; i < act.collecting.size();) {
+    auto& w = act.collecting[i];
+    if (!w.due(now)) {
+      if (!w.armed) {
+        w.armed = true;
+        self->delayed_send(self, w.deadline() - now, timeout_atom_v,
+                           w.run_id());
+      }
+      ++i;
+      continue;
+    }
+    close_window(self, i);
+  }
+}
+
+/// The timer of the window of run `run_id` fired (stale when the window
+/// closed or was cancelled meanwhile).
+void on_collect_timer(thread_ptr self, const std::string& run_id) {
+  auto& st = self->state;
+  if (!st.act)
+    return;
+  for (auto& w : st.act->collecting) {
+    if (w.run_id() == run_id) {
+      w.armed = false;
+      tend_windows(self);
+      return;
+    }
+  }
+}
+
+/// Stores a collected turn's text in its window (opening the window with
+/// its first turn).
+void collect_turn(thread_ptr self, const thread_turn& t, const turn_decision& d,
+                  const std::string& run_id, const std::string& butler) {
+  auto& st = self->state;
+  auto& act = activity(self);
+  st.env->collected->inc();
+  auto now = self->clock().now();
+  if (auto w = find_window(act, butler)) {
+    w->add(t.text, now);
+    return;
+  }
+  // A turn decided to join a window that was cancelled while it was being
+  // stored belongs to that (cancelled) run.
+  if (!d.active_run_id.empty())
+    return;
+  act.collecting.emplace_back(run_id, butler, collect_limits::of(st.env->cfg),
+                              t.text, now);
+  self->send(st.env->directory, run_atom_v, run_id, st.id, true);
+  publish_run(self, run_id, butler, "collecting");
 }
 
 /// Hands a run to its butler: route.execute with this thread as reply_to.
@@ -385,6 +400,7 @@ void answer(thread_ptr self, pending_turn& pt, turn_result r) {
   act.deferred.clear();
   for (auto& resp : deferred)
     on_outcome(self, resp);
+  tend_windows(self);
   process_next(self);
 }
 
@@ -418,6 +434,7 @@ void apply_turn(thread_ptr self, const thread_turn& t, const turn_decision& d,
                 + std::to_string(cursor) + "}");
       break;
     }
+    case turn_action::collect: collect_turn(self, t, d, run_id, butler); break;
     case turn_action::queue:
       st.env->queued->inc();
       act.queued.push_back(queued_run{run_id, butler, t.text});
@@ -483,6 +500,12 @@ void decide(thread_ptr self, pending_turn pt, butler_actor hdl,
             std::string butler) {
   auto& st = self->state;
   auto& act = activity(self);
+  // A turn too big to join the butler's window closes it: the run starts
+  // and the turn meets it as the active run.
+  for (size_t i = 0; i < act.collecting.size(); ++i)
+    if (act.collecting[i].butler() == butler
+        && !act.collecting[i].fits(pt.turn.text.size()))
+      close_window(self, i--);
   auto active = std::find_if(act.runs.begin(), act.runs.end(),
                              [&](const thread_run& r) {
                                return r.butler == butler;
@@ -490,16 +513,24 @@ void decide(thread_ptr self, pending_turn pt, butler_actor hdl,
   std::string_view active_id;
   if (active != act.runs.end())
     active_id = active->run_id;
-  auto d = st.env->policy().decide(pt.turn, active_id, act.queued.size());
+  std::string_view collecting_id;
+  if (auto w = find_window(act, butler))
+    collecting_id = w->run_id();
+  auto d = st.env->policy().decide(pt.turn, active_id, act.queued.size(),
+                                   collecting_id);
   if (d.action == turn_action::refuse) {
     auto status = status_of(d.refusal);
     (status == 409 ? st.env->conflicts : st.env->overload)->inc();
     answer(self, pt, refusal_result(d, pt.turn, butler));
     return;
   }
-  // A steer goes to the active run; everything else makes a new one.
-  auto run_id = d.action == turn_action::steer ? d.active_run_id
-                                               : make_uuid_v7().to_string();
+  // A steer goes to the active run, a collected turn to the open window's
+  // run; everything else makes a new one.
+  auto run_id = !d.active_run_id.empty()
+                    && (d.action == turn_action::steer
+                        || d.action == turn_action::collect)
+                  ? d.active_run_id
+                  : make_uuid_v7().to_string();
   persist_and_apply(self, std::move(pt), hdl, std::move(butler), std::move(d),
                     std::move(run_id));
 }
@@ -560,14 +591,20 @@ void recover(thread_ptr self) {
             continue;
           auto& run_id = row[0];
           auto& butler = row[1];
+          auto input = collected_input_json(row[3]).value_or(row[3]);
           self->send(self->state.env->directory, run_atom_v, run_id,
                      self->state.id, true);
           if (row[2] == "queued") {
-            act.queued.push_back(queued_run{run_id, butler, row[3]});
+            act.queued.push_back(queued_run{run_id, butler, input});
             butlers.push_back(butler);
           } else {
-            spdlog::info("thread {}: resuming run {}", self->state.id, run_id);
-            launch(self, run_id, butler, row[3]);
+            // A run whose collect window was open runs now with the turns
+            // stored for it (the window is not opened again).
+            if (row[2] == "collecting")
+              write_run_state(self, run_id, "accepted", "");
+            spdlog::info("thread {}: resuming run {} ({})", self->state.id,
+                         run_id, row[2]);
+            launch(self, run_id, butler, std::move(input));
           }
         }
         for (auto& b : butlers)
@@ -604,6 +641,16 @@ uint32_t cancel_runs(thread_ptr self, const std::string& run_id) {
     if (run_id.empty() || i->run_id == run_id) {
       dropped.push_back(std::move(*i));
       i = act.queued.erase(i);
+    } else {
+      ++i;
+    }
+  }
+  // Collecting runs never started either (a turn being stored for one
+  // belongs to it, see `collect_turn`).
+  for (auto i = act.collecting.begin(); i != act.collecting.end();) {
+    if (run_id.empty() || i->run_id() == run_id) {
+      dropped.push_back(queued_run{i->run_id(), i->butler(), {}});
+      i = act.collecting.erase(i);
     } else {
       ++i;
     }
@@ -698,6 +745,9 @@ void wire_thread_metrics(thread_env& env, metrics_registry& m) {
   env.duplicates = &m.get_counter("butlers_thread_turn_duplicates_total",
                                   "Retried turns answered with the original "
                                   "run");
+  env.collected = &m.get_counter("butlers_thread_turns_collected_total",
+                                 "Turns collected for a run that starts when "
+                                 "its collect window closes");
   env.steer_wait = &m.get_histogram("butlers_thread_steer_boundary_wait_ms",
                                     "From a steer input reaching its run to "
                                     "the run's next boundary");
@@ -749,6 +799,9 @@ thread_actor::behavior_type thread(
     },
     [self](delta_atom, const std::string& work_id, const std::string& text) {
       on_delta(self, work_id, text);
+    },
+    [self](timeout_atom, const std::string& run_id) {
+      on_collect_timer(self, run_id);
     },
   };
 }

@@ -13,6 +13,7 @@
 
 #include "actors/interfaces.hpp"
 #include "actors/node_context.hpp"
+#include "runtime/collect_window.hpp"
 #include "runtime/config.hpp"
 #include "runtime/event_hub.hpp"
 #include "runtime/metrics.hpp"
@@ -45,6 +46,7 @@ struct thread_env {
   counter* overload = nullptr;
   counter* cancelled = nullptr;
   counter* duplicates = nullptr;
+  counter* collected = nullptr;
   histogram* steer_wait = nullptr;
 
   /// The turn rules under `cfg` (made on demand: a policy per thread would
@@ -90,6 +92,9 @@ struct thread_activity {
   /// Runs cancelled or interrupted whose outcome has not arrived.
   std::vector<thread_run> stopping;
   std::deque<queued_run> queued;
+  /// Collect mode: the open collect windows, at most one per butler (none
+  /// for a butler with an active run).
+  std::vector<collect_window> collecting;
   std::deque<pending_turn> turns;
   /// Outcomes that arrived while a turn was being decided (applied after,
   /// so a turn's decision and its effect see the same runs).
@@ -104,7 +109,7 @@ struct thread_activity {
 
   bool empty() const {
     return runs.empty() && stopping.empty() && queued.empty() && turns.empty()
-           && deferred.empty() && !busy && writes == 0;
+           && collecting.empty() && deferred.empty() && !busy && writes == 0;
   }
 };
 

@@ -541,6 +541,17 @@ struct threads_config {
   /// most half of http.request_timeout_ms is used (a longer silence closes
   /// them). Default 2000, range 100..600000.
   uint32_t heartbeat_ms = 2000;
+  /// Collect mode: turns for a butler of a thread that arrive within this
+  /// many milliseconds of each other, while no run of that butler is
+  /// active, become one run whose input is all of them in arrival order.
+  /// 0 (the default) is off. Range 0..60000.
+  uint32_t collect_ms = 0;
+  /// The longest a collect window stays open from its first turn; at least
+  /// collect_ms. Default 2000, range 1..600000.
+  uint32_t collect_max_ms = 2000;
+  /// Turns one collect window holds; it closes at once when full. Default
+  /// 32, range 1..1000.
+  uint32_t collect_max_turns = 32;
 };
 
 /// `[scheduler]`: CAF's scheduler.

@@ -670,6 +670,13 @@ const fields<threads_config>& threads_fields() {
             "events buffered per stream while its socket is busy"),
     integer("heartbeat_ms", &c::heartbeat_ms, 100, 600000,
             "keep-alive comment interval on event streams"),
+    integer("collect_ms", &c::collect_ms, 0, 60000,
+            "turns this close together before a run starts become one run; "
+            "0: off"),
+    integer("collect_max_ms", &c::collect_max_ms, 1, 600000,
+            "longest a collect window stays open from its first turn"),
+    integer("collect_max_turns", &c::collect_max_turns, 1, 1000,
+            "turns one collect window holds"),
   };
   return list;
 }

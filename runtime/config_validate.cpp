@@ -86,6 +86,14 @@ void check_http_and_switchboard(checker& c) {
             "must not exceed switchboard.retry_cap_ms ("
               + std::to_string(sb.retry_base_ms) + " > "
               + std::to_string(sb.retry_cap_ms) + ")");
+  auto& th = s.threads;
+  if (th.collect_max_ms < th.collect_ms)
+    c.error(c.where(
+              {"threads.collect_max_ms", "threads.collect_ms", "threads"}),
+            "threads.collect_max_ms",
+            "must be at least threads.collect_ms ("
+              + std::to_string(th.collect_max_ms) + " < "
+              + std::to_string(th.collect_ms) + ")");
 }
 
 void check_router_and_policies(checker& c) {

@@ -37,7 +37,7 @@ typename Inspector::result_type inspect(Inspector& f, thread_turn& x) {
 /// The answer to a turn: the run it went to and how, or why it was refused.
 struct turn_result {
   std::string run_id;
-  /// "start", "steer" or "queued".
+  /// "start", "steer", "queued" or "collect".
   std::string kind;
   /// HTTP status: 200 on success, else 400, 404, 409, 429 or 503.
   uint32_t status = 200;

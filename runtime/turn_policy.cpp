@@ -29,6 +29,7 @@ std::string_view stored_kind(turn_action x) {
   switch (x) {
     case turn_action::steer: return "steer";
     case turn_action::queue: return "queued";
+    case turn_action::collect: return "collect";
     default: return "start";
   }
 }
@@ -50,9 +51,16 @@ std::optional<turn_decision> turn_policy::admit(size_t waiting) const {
 }
 
 turn_decision turn_policy::decide(const thread_turn& turn,
-                                  std::string_view active_run_id,
-                                  size_t queued) const {
+                                  std::string_view active_run_id, size_t queued,
+                                  std::string_view collecting_run_id) const {
   auto& expected = turn.expected_run_id;
+  if (active_run_id.empty() && collect_) {
+    // Whatever the mode, the turn joins the butler's collecting run (a new
+    // one when none is open), unless it expected another run.
+    if (!expected.empty() && expected != collecting_run_id)
+      return refuse(turn_refusal::run_changed, collecting_run_id);
+    return act(turn_action::collect, collecting_run_id);
+  }
   if (active_run_id.empty()) {
     // Whatever the mode, with no active run the turn starts one, unless it
     // expected one.

@@ -3,8 +3,10 @@
 // What a conversation thread does with a user turn (spec 003 §5): against
 // the active run of the turn's butler, the turn's mode and expected run,
 // and the thread's limits, it starts a run, steers the active one, queues
-// behind it, interrupts it, or refuses the turn with a typed reason. Pure:
-// the thread actor carries the decision out (metrics, writes, replies).
+// behind it, interrupts it, collects the turn for a run that starts when its
+// collect window closes (collect mode, no run active), or refuses the turn
+// with a typed reason. Pure: the thread actor carries the decision out
+// (metrics, writes, replies).
 
 #include <cstddef>
 #include <optional>
@@ -42,6 +44,10 @@ enum class turn_action {
   queue,
   /// Cancel the active run, then start a new one.
   interrupt,
+  /// Collect mode, no run of the butler active: store the turn for the
+  /// butler's collecting run (a new one when none is open), which starts
+  /// when its window closes.
+  collect,
   /// Answer the refusal; nothing is stored.
   refuse,
 };
@@ -71,7 +77,7 @@ struct turn_decision {
 };
 
 /// The kind a decided turn is stored as (`thread_turn_insert` $5): "start"
-/// (also for an interrupt), "steer" or "queued".
+/// (also for an interrupt), "steer", "queued" or "collect".
 std::string_view stored_kind(turn_action x);
 
 /// The HTTP status of a refusal: 409 for conflicts with the active run,
@@ -82,7 +88,7 @@ class turn_policy {
  public:
   explicit turn_policy(const threads_config& cfg)
     : max_pending_turns_(cfg.max_pending_turns),
-      max_queued_runs_(cfg.max_queued_runs) {
+      max_queued_runs_(cfg.max_queued_runs), collect_(cfg.collect_ms > 0) {
     // nop
   }
 
@@ -92,13 +98,23 @@ class turn_policy {
 
   /// Decides `turn` for its butler, whose active run is `active_run_id`
   /// ("" when it has none), while the thread holds `queued` queued runs.
-  /// The checks against the active run come before the limits.
+  /// The checks against the active run come before the limits. In collect
+  /// mode a turn with no active run joins `collecting_run_id` (the run the
+  /// butler's open collect window gathers turns for, "" when none): action
+  /// `collect`, unless it expected another run.
   turn_decision decide(const thread_turn& turn, std::string_view active_run_id,
-                       size_t queued) const;
+                       size_t queued,
+                       std::string_view collecting_run_id = {}) const;
+
+  /// Whether collect mode is on (`threads.collect_ms` > 0).
+  bool collects() const {
+    return collect_;
+  }
 
  private:
   size_t max_pending_turns_;
   size_t max_queued_runs_;
+  bool collect_;
 };
 
 /// The answer to a refused turn to butler `butler`: its status, error code

@@ -1,10 +1,15 @@
--- A thread's runs that are not finished, oldest first, with the text of the
--- user message that started each: what a resumed thread actor picks up
--- after its node went down. $1 thread_id.
-SELECT r.run_id::text, r.butler, r.state, COALESCE(t.body, ''),
-       COALESCE(t.message_id, '')
+-- A thread's runs that are not finished, oldest first, each with the texts
+-- of the user messages that make its input (the one that started or queued
+-- it; for a run of collect mode, every turn collected for it), as a JSON
+-- array in transcript order: what a resumed thread actor picks up after
+-- its node went down. $1 thread_id.
+SELECT r.run_id::text, r.butler, r.state,
+       COALESCE((SELECT json_agg(t.body ORDER BY t.cursor)
+                 FROM thread_transcript t
+                 WHERE t.thread_id = r.thread_id AND t.run_id = r.run_id
+                   AND t.role = 'user'
+                   AND t.kind IN ('start', 'queued', 'collect')), '[]')::text
 FROM thread_runs r
-LEFT JOIN thread_transcript t
-  ON t.run_id = r.run_id AND t.role = 'user' AND t.kind IN ('start', 'queued')
-WHERE r.thread_id = $1 AND r.state IN ('queued', 'accepted', 'running')
+WHERE r.thread_id = $1
+  AND r.state IN ('collecting', 'queued', 'accepted', 'running')
 ORDER BY r.created_at, r.run_id

@@ -1,7 +1,9 @@
 -- A user turn, stored before it is applied (spec 003 §8.1). $1 thread_id,
 -- $2 message_id, $3 text, $4 run_id (the new run for start and queued, the
--- active run for steer), $5 kind (start | steer | queued), $6 butler.
--- start and queued also create the run (state accepted | queued).
+-- active run for steer, the collecting run for collect), $5 kind (start |
+-- steer | queued | collect), $6 butler. start and queued also create the
+-- run (state accepted | queued); collect creates it (state collecting) with
+-- the first turn of its window and joins it with the others.
 -- Returns (fresh, cursor, run_id, kind): fresh false when the message_id
 -- was already stored, with the original's run and kind; nothing else is
 -- written then.
@@ -18,8 +20,11 @@ WITH t AS (
 ), run AS (
   INSERT INTO thread_runs (run_id, thread_id, butler, state)
   SELECT $4::uuid, $1, $6,
-         CASE WHEN $5 = 'queued' THEN 'queued' ELSE 'accepted' END
+         CASE $5 WHEN 'queued' THEN 'queued'
+                 WHEN 'collect' THEN 'collecting'
+                 ELSE 'accepted' END
   FROM ins WHERE $5 <> 'steer'
+  ON CONFLICT (run_id) DO NOTHING
 )
 SELECT true, cursor, run_id::text, kind FROM ins
 UNION ALL

@@ -37,8 +37,8 @@ struct thread_db {
   int64_t cursor = 0;
   /// Every write and read fails with `database_unavailable`.
   bool down = false;
-  /// What `thread_open_runs` answers: (run_id, butler, state, text,
-  /// message_id) rows.
+  /// What `thread_open_runs` answers: (run_id, butler, state, texts as a
+  /// JSON array) rows.
   std::vector<std::vector<std::string>> open_runs;
   /// What `thread_open_threads` answers: (thread_id) rows.
   std::vector<std::vector<std::string>> open_threads;

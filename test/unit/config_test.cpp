@@ -1267,6 +1267,21 @@ retry_cap_ms = 4000
   validating("retry_cap_below_the_default_base",
              "[switchboard]\nretry_cap_ms = 100\n", 1,
              {err("switchboard.retry_base_ms").at(2)}),
+  validating("collect_max_must_be_at_least_collect", R"([threads]
+collect_ms = 3000
+collect_max_ms = 2500
+)",
+             1,
+             {err("threads.collect_max_ms")
+                .reads("node.toml:3:1: threads.collect_max_ms: must be at "
+                       "least threads.collect_ms (2500 < 3000)")}),
+  // The default collect_max_ms (2000) is below collect_ms: named at the
+  // line of collect_ms.
+  validating("collect_above_the_default_collect_max",
+             "[threads]\ncollect_ms = 2500\n", 1,
+             {err("threads.collect_max_ms").at(2)}),
+  validating("collect_may_equal_collect_max",
+             "[threads]\ncollect_ms = 500\ncollect_max_ms = 500\n", 0),
   validating("duplicate_policy_tier", R"([[policy]]
 tier = "interactive"
 [[policy]]
@@ -1673,9 +1688,14 @@ TEST(config, threads_defaults_keys_and_checks) {
   EXPECT_EQ(d.max_subscribers, 1024u);
   EXPECT_EQ(d.subscriber_buffer, 256u);
   EXPECT_EQ(d.heartbeat_ms, 2000u);
+  EXPECT_EQ(d.collect_ms, 0u);
+  EXPECT_EQ(d.collect_max_ms, 2000u);
+  EXPECT_EQ(d.collect_max_turns, 32u);
   auto res = parse_config("[threads]\nidle_timeout_s = 5\nmax_queued_runs = 2\n"
                           "max_pending_turns = 3\nmax_subscribers = 4\n"
-                          "subscriber_buffer = 5\nheartbeat_ms = 600\n",
+                          "subscriber_buffer = 5\nheartbeat_ms = 600\n"
+                          "collect_ms = 300\ncollect_max_ms = 900\n"
+                          "collect_max_turns = 7\n",
                           "t.toml");
   ASSERT_TRUE(res.errors.empty()) << dump(res.errors);
   auto& t = res.settings->threads;
@@ -1685,6 +1705,9 @@ TEST(config, threads_defaults_keys_and_checks) {
   EXPECT_EQ(t.max_subscribers, 4u);
   EXPECT_EQ(t.subscriber_buffer, 5u);
   EXPECT_EQ(t.heartbeat_ms, 600u);
+  EXPECT_EQ(t.collect_ms, 300u);
+  EXPECT_EQ(t.collect_max_ms, 900u);
+  EXPECT_EQ(t.collect_max_turns, 7u);
   auto round = parse_config(to_toml(*res.settings), "again.toml");
   ASSERT_TRUE(round.settings) << dump(round.errors);
   EXPECT_EQ(round.settings->threads, t);

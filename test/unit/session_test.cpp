@@ -70,6 +70,7 @@ thread_actor::behavior_type fake_thread(
     [](delta_atom, const std::string&, const std::string&) {
       // Deltas are not recorded here.
     },
+    [](timeout_atom, const std::string&) {},
   };
 }
 

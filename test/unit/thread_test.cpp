@@ -546,8 +546,8 @@ TEST_F(Thread, CancelStopsTheActiveRunAndDropsQueuedOnes) {
 TEST_F(Thread, ANewActorResumesTheRunsItsPredecessorLeftOpen) {
   auto r1 = std::string{"0190b7a2-0000-7000-8000-00000000000a"};
   auto r2 = std::string{"0190b7a2-0000-7000-8000-00000000000b"};
-  db->open_runs = {{r1, "general", "running", "first", "m1"},
-                   {r2, "general", "queued", "second", "m2"}};
+  db->open_runs = {{r1, "general", "running", R"(["first"])"},
+                   {r2, "general", "queued", R"(["second"])"}};
   start(true);
   ASSERT_EQ(db->reads.size(), 1u);
   EXPECT_EQ(db->reads[0].query, "thread_open_runs");
@@ -555,11 +555,191 @@ TEST_F(Thread, ANewActorResumesTheRunsItsPredecessorLeftOpen) {
   // The running run goes to its butler again (which dedupes on the run
   // id); the queued one waits behind it.
   EXPECT_EQ(general->run_ids, strings{r1});
+  route_envelope sent;
+  ASSERT_FALSE(parse_route(general->routes[0].envelope, sent));
+  EXPECT_EQ(sent.prompt, "first");
   EXPECT_EQ(notes->size(), 3u);
   finish("w1", "ok");
   EXPECT_EQ(general->run_ids, (strings{r1, r2}));
   // New turns see the resumed runs.
   EXPECT_EQ(ask(turn("m3")).run_id, r2);
+}
+
+// -- collect mode
+// ---------------------------------------------------------------
+
+struct CollectThread : Thread {
+  CollectThread() {
+    env.cfg.collect_ms = 500;
+    env.cfg.collect_max_ms = 2000;
+  }
+
+  /// The prompt of the n-th route.execute the butler got (from 0).
+  std::string prompt(size_t n) {
+    route_envelope sent;
+    if (n >= general->routes.size()
+        || parse_route(general->routes[n].envelope, sent))
+      return "<none>";
+    return sent.prompt;
+  }
+};
+
+TEST_F(CollectThread, TurnsWithinCollectMsBecomeOneRunWithEveryInputInOrder) {
+  start();
+  auto a = ask(turn("m1", "steer", "book a table"));
+  sched.advance_time(100ms);
+  auto b = ask(turn("m2", "steer", "for four"));
+  sched.advance_time(100ms);
+  auto c = ask(turn("m3", "queue", "at eight"));
+  // Each turn was stored and answered at once, with the run it joined.
+  for (auto& r : {a, b, c}) {
+    EXPECT_EQ(r.status, 200u);
+    EXPECT_EQ(r.kind, "collect");
+    EXPECT_EQ(r.run_id, a.run_id);
+  }
+  EXPECT_EQ(c.cursor, 3);
+  auto turns = db->writes_of("thread_turn_insert");
+  ASSERT_EQ(turns.size(), 3u);
+  EXPECT_EQ(turns[2].params, (strings{"chat-1", "m3", "at eight", a.run_id,
+                                      "collect", "general"}));
+  EXPECT_TRUE(general->routes.empty()) << "the window is open";
+  EXPECT_EQ(idle_since(), -1) << "a thread with an open window is busy";
+  // 500 ms after the last turn the window closes: one run, all three.
+  sched.advance_time(499ms);
+  sched.run();
+  EXPECT_TRUE(general->routes.empty());
+  sched.advance_time(1ms);
+  sched.run();
+  ASSERT_EQ(general->routes.size(), 1u);
+  EXPECT_EQ(general->run_ids, strings{a.run_id});
+  EXPECT_EQ(prompt(0), "book a table\n\nfor four\n\nat eight");
+  auto updates = db->writes_of("thread_run_update");
+  ASSERT_EQ(updates.size(), 2u);
+  EXPECT_EQ(updates[0].params, (strings{a.run_id, "accepted", "", "", ""}));
+  EXPECT_EQ(updates[1].params, (strings{a.run_id, "running", "w1", "", ""}));
+  EXPECT_EQ(events(), (strings{"transcript", "run:collecting", "transcript",
+                               "transcript", "run:accepted", "run:running"}));
+  EXPECT_EQ(metric("butlers_thread_turns_collected_total"), 3u);
+  EXPECT_EQ(metric("butlers_thread_runs_started_total"), 1u);
+  ASSERT_EQ(notes->size(), 2u);
+  EXPECT_EQ(notes->at(0), (test::run_note{a.run_id, "chat-1", true}));
+  // With the run active the modes apply as ever: this one steers it.
+  auto d = ask(turn("m4", "steer", "by the window"));
+  EXPECT_EQ(d.kind, "steer");
+  EXPECT_EQ(d.run_id, a.run_id);
+  ASSERT_EQ(general->steers.size(), 1u);
+  EXPECT_EQ(general->steers[0].second.text, "by the window");
+}
+
+TEST_F(CollectThread, AWindowClosesAtCollectMaxMsThoughTurnsKeepComing) {
+  env.cfg.collect_max_ms = 1000;
+  start();
+  auto a = ask(turn("m1", "steer", "t0"));
+  for (int i = 1; i <= 2; ++i) {
+    sched.advance_time(400ms);
+    sched.run();
+    EXPECT_EQ(ask(turn("m" + std::to_string(i + 1), "steer",
+                       "t" + std::to_string(i)))
+                .kind,
+              "collect");
+  }
+  EXPECT_TRUE(general->routes.empty());
+  sched.advance_time(199ms);
+  sched.run();
+  EXPECT_TRUE(general->routes.empty());
+  sched.advance_time(1ms); // 1000 ms after the first turn
+  sched.run();
+  ASSERT_EQ(general->routes.size(), 1u);
+  EXPECT_EQ(prompt(0), "t0\n\nt1\n\nt2");
+  EXPECT_EQ(ask(turn("m4", "steer", "t3")).kind, "steer");
+  EXPECT_EQ(general->routes.size(), 1u);
+  EXPECT_EQ(general->run_ids, strings{a.run_id});
+}
+
+TEST_F(CollectThread, AFullWindowStartsItsRunAtOnce) {
+  env.cfg.collect_max_turns = 2;
+  start();
+  ask(turn("m1", "steer", "one"));
+  EXPECT_TRUE(general->routes.empty());
+  ask(turn("m2", "steer", "two"));
+  ASSERT_EQ(general->routes.size(), 1u) << "no time passed";
+  EXPECT_EQ(prompt(0), "one\n\ntwo");
+  EXPECT_EQ(ask(turn("m3", "steer", "three")).kind, "steer");
+}
+
+TEST_F(CollectThread, ATurnTooBigToJoinStartsTheWindowsRunAndSteersIt) {
+  start();
+  auto a = ask(turn("m1", "steer", "short"));
+  auto big = ask(turn("m2", "steer", std::string(64 * 1024, 'x')));
+  EXPECT_EQ(big.kind, "steer");
+  EXPECT_EQ(big.run_id, a.run_id);
+  ASSERT_EQ(general->routes.size(), 1u);
+  EXPECT_EQ(prompt(0), "short");
+  ASSERT_EQ(general->steers.size(), 1u);
+}
+
+TEST_F(CollectThread, EachButlerCollectsInAWindowOfItsOwn) {
+  auto health = std::make_shared<test::butler_script>();
+  spawn_butler("health", health);
+  start();
+  auto a = ask(turn("m1", "steer", "for general"));
+  auto h = turn("m2", "steer", "for health");
+  h.butler = "health";
+  auto b = ask(h);
+  EXPECT_EQ(b.kind, "collect");
+  EXPECT_NE(b.run_id, a.run_id);
+  sched.advance_time(500ms);
+  sched.run();
+  EXPECT_EQ(general->routes.size(), 1u);
+  EXPECT_EQ(health->routes.size(), 1u);
+}
+
+TEST_F(CollectThread, ExpectingAnotherRunThanTheCollectingOneIsRunChanged) {
+  start();
+  auto a = ask(turn("m1"));
+  auto t = turn("m2");
+  t.expected_run_id = "0190b7a2-0000-7000-8000-00000000000f";
+  auto r = ask(t);
+  EXPECT_EQ(r.status, 409u);
+  EXPECT_EQ(r.error, "run_changed");
+  EXPECT_EQ(r.active_run_id, a.run_id);
+  t.message_id = "m3";
+  t.expected_run_id = a.run_id;
+  EXPECT_EQ(ask(t).kind, "collect");
+}
+
+TEST_F(CollectThread, CancellingACollectingRunEndsItAndNothingStarts) {
+  start();
+  auto a = ask(turn("m1"));
+  ask(turn("m2"));
+  EXPECT_EQ(cancel(a.run_id), 1u);
+  auto replies = db->writes_of("thread_reply_insert");
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_EQ(replies[0].params[1], a.run_id);
+  EXPECT_EQ(replies[0].params[6], "cancelled");
+  EXPECT_EQ(notes->back(), (test::run_note{a.run_id, "chat-1", false}));
+  // The window's timer finds nothing to close.
+  sched.advance_time(2s);
+  sched.run();
+  EXPECT_TRUE(general->routes.empty());
+  EXPECT_GE(idle_since(), 0);
+  // The next turn opens a new window.
+  auto c = ask(turn("m3"));
+  EXPECT_EQ(c.kind, "collect");
+  EXPECT_NE(c.run_id, a.run_id);
+}
+
+TEST_F(CollectThread, ARunWhoseWindowWasOpenAtACrashRunsWithItsTurns) {
+  auto r1 = std::string{"0190b7a2-0000-7000-8000-00000000000c"};
+  db->open_runs = {{r1, "general", "collecting", R"(["one","two"])"}};
+  start(true);
+  // Not reopened: the stored turns run at once, as one run.
+  ASSERT_EQ(general->run_ids, strings{r1});
+  EXPECT_EQ(prompt(0), "one\n\ntwo");
+  auto updates = db->writes_of("thread_run_update");
+  ASSERT_GE(updates.size(), 1u);
+  EXPECT_EQ(updates[0].params, (strings{r1, "accepted", "", "", ""}));
+  EXPECT_EQ(ask(turn("m3", "steer", "three")).kind, "steer");
 }
 
 } // namespace

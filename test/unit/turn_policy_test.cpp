@@ -154,5 +154,58 @@ TEST(TurnRefusal, ConflictsAre409AndFullLimits429) {
   EXPECT_EQ(status_of(turn_refusal::queue_full), 429u);
 }
 
+// -- collect mode
+// ---------------------------------------------------------------
+
+struct CollectPolicy : TurnPolicy {
+  turn_policy collecting = [this] {
+    auto c = cfg;
+    c.collect_ms = 500;
+    return turn_policy{c};
+  }();
+};
+
+TEST_F(CollectPolicy, OffByDefault) {
+  EXPECT_FALSE(policy.collects());
+  EXPECT_TRUE(collecting.collects());
+  EXPECT_EQ(policy.decide(turn("steer"), "", 0, "r9").action,
+            turn_action::start)
+    << "without collect mode a window id changes nothing";
+}
+
+TEST_F(CollectPolicy, EveryModeIsCollectedWhenNoRunIsActive) {
+  for (auto mode : {"steer", "queue", "interrupt", "reject"}) {
+    auto first = collecting.decide(turn(mode), "", 0);
+    EXPECT_EQ(first.action, turn_action::collect) << mode;
+    EXPECT_EQ(first.active_run_id, "") << mode << ": opens a window";
+    auto next = collecting.decide(turn(mode), "", 0, "r1");
+    EXPECT_EQ(next.action, turn_action::collect) << mode;
+    EXPECT_EQ(next.active_run_id, "r1") << mode << ": joins the window";
+  }
+  EXPECT_EQ(stored_kind(turn_action::collect), "collect");
+}
+
+TEST_F(CollectPolicy, TheModesApplyUnchangedWhileARunIsActive) {
+  EXPECT_EQ(collecting.decide(turn("steer"), "r1", 0).action,
+            turn_action::steer);
+  EXPECT_EQ(collecting.decide(turn("queue"), "r1", 0).action,
+            turn_action::queue);
+  EXPECT_EQ(collecting.decide(turn("interrupt"), "r1", 0).action,
+            turn_action::interrupt);
+  EXPECT_EQ(collecting.decide(turn("reject"), "r1", 0).refusal,
+            turn_refusal::run_active);
+}
+
+TEST_F(CollectPolicy, ExpectingTheCollectingRunJoinsItAnyOtherIsRunChanged) {
+  EXPECT_EQ(collecting.decide(turn("steer", "r1"), "", 0, "r1").action,
+            turn_action::collect);
+  auto other = collecting.decide(turn("steer", "r0"), "", 0, "r1");
+  EXPECT_EQ(other.refusal, turn_refusal::run_changed);
+  EXPECT_EQ(other.active_run_id, "r1");
+  auto none = collecting.decide(turn("steer", "r0"), "", 0);
+  EXPECT_EQ(none.refusal, turn_refusal::run_changed);
+  EXPECT_EQ(none.active_run_id, "");
+}
+
 } // namespace
 } // namespace butlers
