@@ -37,6 +37,7 @@ const std::vector<enum_name<runtime_kind>>& enum_names<runtime_kind>() {
     {runtime_kind::scripted, "scripted"},
     {runtime_kind::cli, "cli"},
     {runtime_kind::delivery, "delivery"},
+    {runtime_kind::external, "external"},
   };
   return names;
 }

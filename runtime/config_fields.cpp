@@ -415,7 +415,7 @@ const fields<runtime_config>& runtime_fields() {
   using c = runtime_config;
   static const fields<c> list{
     choice("kind", &c::kind, "the adapter",
-           {runtime_kind::scripted, runtime_kind::cli}),
+           {runtime_kind::scripted, runtime_kind::cli, runtime_kind::external}),
     integer("turn_ms", &c::turn_ms, 0, 3600000,
             "scripted: milliseconds per turn"),
     integer("turns", &c::turns, 1, 1000, "scripted: turns per session"),
@@ -437,6 +437,12 @@ const fields<runtime_config>& runtime_fields() {
             "cli: largest stdout accepted"),
     integer("kill_grace_ms", &c::kill_grace_ms, 0, 60000,
             "cli: milliseconds between SIGTERM and SIGKILL"),
+    integer("max_deliveries", &c::max_deliveries, 1, 1000,
+            "external: deliveries of an item before it is dead-lettered"),
+    integer("visibility_ms", &c::visibility_ms, 250, 43200000,
+            "external: visibility of a delivery unless recv asks otherwise"),
+    integer("max_waiting_receivers", &c::max_waiting_receivers, 1, 10000,
+            "external: recv calls waiting at once; more answer 429"),
   };
   return list;
 }
