@@ -74,16 +74,21 @@ class external_runner final : public work_runner {
       queue_(worker_limits{cfg.runtime.max_deliveries,
                            milliseconds{cfg.runtime.visibility_ms},
                            milliseconds{250}, milliseconds{43200000}},
-             [] { return make_uuid_v7().to_string(); }) {
+             [] {
+               return make_uuid_v7().to_string();
+             }) {
     // nop
   }
 
   session_actor start(butler_ptr self, held_item& held) override {
     init(self);
     auto& it = held.item;
-    item_record rec{it.envelope,         held.env.request_id,
-                    held.env.subrequest_id, held.env.segment_id,
-                    it.lease_token,      std::move(held.steer.pending),
+    item_record rec{it.envelope,
+                    held.env.request_id,
+                    held.env.subrequest_id,
+                    held.env.segment_id,
+                    it.lease_token,
+                    std::move(held.steer.pending),
                     std::chrono::steady_clock::now()};
     items_[it.work_id] = std::move(rec);
     queue_.add(it.work_id);
@@ -126,11 +131,11 @@ class external_runner final : public work_runner {
     auto p = std::move(i->second);
     acks_.erase(i);
     if (p.duration_ms != out.response.duration_ms) {
-      p.rp.deliver(err_reply(butlers_errc::conflict,
-                             "work item " + out.work_id
-                               + " ended before this ack: "
-                               + out.response.error_class + ": "
-                               + out.response.error_message));
+      p.rp.deliver(
+        err_reply(butlers_errc::conflict,
+                  "work item " + out.work_id
+                    + " ended before this ack: " + out.response.error_class
+                    + ": " + out.response.error_message));
     } else if (w == outcome_write::fenced) {
       p.rp.deliver(err_reply(butlers_errc::conflict,
                              "work item " + out.work_id
@@ -329,8 +334,7 @@ class external_runner final : public work_runner {
     queue_.ack(id, call.lease_token);
     acked_->inc();
     using ms = std::chrono::duration<double, std::milli>;
-    resp.duration_ms = ms{std::chrono::steady_clock::now() - rec.since}
-                         .count();
+    resp.duration_ms = ms{std::chrono::steady_clock::now() - rec.since}.count();
     auto rp = self->make_response_promise<worker_reply>();
     acks_[id] = pending_ack{rp, resp.duration_ms};
     finish(self, id, std::move(resp));
@@ -371,11 +375,9 @@ class external_runner final : public work_runner {
     milliseconds vis{call.visibility_ms};
     if (queue_.extend(id, call.lease_token, vis, now) != worker_check::ok)
       return stale(id);
-    return ok_reply(R"({"work_id":)" + json::quote(id)
-                    + R"(,"visible_until_ms":)"
-                    + std::to_string(unix_now_ms()
-                                     + queue_.clamp(vis).count())
-                    + "}");
+    return ok_reply(
+      R"({"work_id":)" + json::quote(id) + R"(,"visible_until_ms":)"
+      + std::to_string(unix_now_ms() + queue_.clamp(vis).count()) + "}");
   }
 
   worker_reply stale(const std::string& work_id) {

@@ -25,12 +25,11 @@ bool worker_queue::contains(const std::string& work_id) const {
   return items_.count(work_id) > 0;
 }
 
-std::chrono::milliseconds
-worker_queue::clamp(std::chrono::milliseconds visibility) const {
+std::chrono::milliseconds worker_queue::clamp(
+  std::chrono::milliseconds visibility) const {
   if (visibility.count() <= 0)
     return limits_.default_visibility;
-  return std::clamp(visibility, limits_.min_visibility,
-                    limits_.max_visibility);
+  return std::clamp(visibility, limits_.min_visibility, limits_.max_visibility);
 }
 
 std::vector<worker_handout> worker_queue::take(
@@ -149,8 +148,8 @@ worker_expiry worker_queue::expire(time_point now) {
   return out;
 }
 
-std::optional<worker_queue::time_point>
-worker_queue::next_deadline(time_point now) const {
+std::optional<worker_queue::time_point> worker_queue::next_deadline(
+  time_point now) const {
   std::optional<time_point> next;
   for (auto& [id, e] : items_) {
     if (!e.held && e.until <= now)

@@ -108,8 +108,8 @@ void worker::log(const std::string& event, const std::string& work_id,
   if (!opt_.log)
     return;
   opt_.log(R"({"event":)" + quote(event) + R"(,"butler":)" + quote(opt_.butler)
-           + R"(,"work_id":)" + quote(work_id) + R"(,"detail":)"
-           + quote(detail) + "}");
+           + R"(,"work_id":)" + quote(work_id) + R"(,"detail":)" + quote(detail)
+           + "}");
 }
 
 response worker::post(const std::string& path, const std::string& body,
@@ -123,7 +123,9 @@ response worker::post(const std::string& path, const std::string& body,
 void worker::run(const std::atomic<bool>& stop) {
   std::vector<std::thread> loops;
   for (size_t i = 0; i < std::max<size_t>(opt_.concurrency, 1); ++i)
-    loops.emplace_back([this, &stop] { loop(stop); });
+    loops.emplace_back([this, &stop] {
+      loop(stop);
+    });
   for (auto& t : loops)
     t.join();
 }
@@ -182,13 +184,16 @@ void worker::process(const work_delivery& d) {
   }};
   // Extend at a third of the visibility while the command runs.
   auto every = std::max(opt_.visibility / 3, milliseconds{100});
-  auto ext = R"({"lease_token":)" + quote(d.lease_token) + R"(,"visibility_ms":)"
-             + std::to_string(opt_.visibility.count()) + "}";
+  auto ext = R"({"lease_token":)" + quote(d.lease_token)
+             + R"(,"visibility_ms":)" + std::to_string(opt_.visibility.count())
+             + "}";
   bool lost = false;
   std::atomic<bool> never{false};
   {
     std::unique_lock<std::mutex> lock{mtx};
-    while (!cv.wait_for(lock, every, [&] { return done; })) {
+    while (!cv.wait_for(lock, every, [&] {
+      return done;
+    })) {
       lock.unlock();
       auto r = post(d.work_id + "/extend", ext, never);
       lock.lock();

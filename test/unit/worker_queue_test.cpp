@@ -1,7 +1,6 @@
-#include "runtime/worker_queue.hpp"
-
 #include <gtest/gtest.h>
 
+#include "runtime/worker_queue.hpp"
 #include "runtime/worker_wire.hpp"
 
 namespace butlers {
@@ -12,8 +11,9 @@ using clock = std::chrono::steady_clock;
 
 /// A queue with 3 deliveries, 1 s default visibility, and tokens t1, t2...
 struct worker_queue_test : ::testing::Test {
-  worker_queue q{worker_limits{3, 1000ms, 250ms, 10000ms},
-                 [this] { return "t" + std::to_string(++tokens); }};
+  worker_queue q{worker_limits{3, 1000ms, 250ms, 10000ms}, [this] {
+                   return "t" + std::to_string(++tokens);
+                 }};
   int tokens = 0;
   clock::time_point t0 = clock::time_point{} + 1h;
 };
@@ -123,8 +123,7 @@ TEST_F(worker_queue_test, retryable_nacks_wait_their_delay_then_dead_letter) {
   got = q.take(1, 0ms, now + 300ms);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].attempt, 3u);
-  r = q.nack("a", got[0].lease_token, true, 0ms, "routing_error", "last",
-             now);
+  r = q.nack("a", got[0].lease_token, true, 0ms, "routing_error", "last", now);
   EXPECT_FALSE(r.requeued);
   ASSERT_TRUE(r.dead);
   EXPECT_EQ(r.dead->error_class, "routing_error");
@@ -172,8 +171,7 @@ TEST(worker_wire, recv_body_defaults_and_ranges) {
   EXPECT_EQ(c.visibility_ms, 1000u);
   EXPECT_EQ(c.wait_ms, 50u);
   worker_call d;
-  EXPECT_NE(parse_worker_body(worker_op::recv, R"({"max":0})", d)
-              .find("'max'"),
+  EXPECT_NE(parse_worker_body(worker_op::recv, R"({"max":0})", d).find("'max'"),
             std::string::npos);
   EXPECT_NE(parse_worker_body(worker_op::recv, R"({"visibility_ms":10})", d)
               .find("'visibility_ms'"),
@@ -208,11 +206,11 @@ TEST(worker_wire, ack_nack_and_extend_bodies) {
               .find("field 'response'"),
             std::string::npos);
   worker_call n;
-  EXPECT_EQ(parse_worker_body(
-              worker_op::nack,
-              R"({"lease_token":"t","retryable":false,"delay_ms":5,"error":"e"})",
-              n),
-            "");
+  EXPECT_EQ(
+    parse_worker_body(
+      worker_op::nack,
+      R"({"lease_token":"t","retryable":false,"delay_ms":5,"error":"e"})", n),
+    "");
   EXPECT_FALSE(n.retryable);
   EXPECT_EQ(n.delay_ms, 5u);
   EXPECT_EQ(n.error_class, "internal_error");
