@@ -50,15 +50,19 @@ std::optional<std::vector<work_delivery>> parse_deliveries(
   const std::string& body, std::string* error) {
   rapidjson::Document doc;
   doc.Parse(body.data(), body.size());
-  auto items = doc.IsObject() ? doc.FindMember("items") : doc.MemberEnd();
-  if (doc.HasParseError() || !doc.IsObject() || items == doc.MemberEnd()
-      || !items->value.IsArray()) {
+  const rapidjson::Value* items = nullptr;
+  if (!doc.HasParseError() && doc.IsObject()) {
+    auto i = doc.FindMember("items");
+    if (i != doc.MemberEnd() && i->value.IsArray())
+      items = &i->value;
+  }
+  if (items == nullptr) {
     if (error)
       *error = "not a recv answer: " + body.substr(0, 200);
     return std::nullopt;
   }
   std::vector<work_delivery> out;
-  for (auto& it : items->value.GetArray()) {
+  for (auto& it : items->GetArray()) {
     if (!it.IsObject())
       continue;
     work_delivery d;

@@ -37,7 +37,7 @@ work_delivery delivery() {
   return d;
 }
 
-TEST(client_worker, parses_a_recv_answer) {
+TEST(ClientWorker, ParsesARecvAnswer) {
   std::string error;
   auto got = parse_deliveries(
     R"({"items":[{"work_id":"w","lease_token":"t","attempt":2,)"
@@ -54,7 +54,7 @@ TEST(client_worker, parses_a_recv_answer) {
   EXPECT_NE(error.find("not a recv answer"), std::string::npos);
 }
 
-TEST(client_worker, stdout_becomes_the_reply_or_the_response) {
+TEST(ClientWorker, StdoutBecomesTheReplyOrTheResponse) {
   auto d = delivery();
   EXPECT_EQ(ack_body(d, "hello\n", 5),
             R"({"lease_token":"tok","response":{"schema_version":)"
@@ -67,7 +67,7 @@ TEST(client_worker, stdout_becomes_the_reply_or_the_response) {
             std::string{R"({"lease_token":"tok","response":)"} + own + "}");
 }
 
-TEST(client_worker, acks_on_exit_0_and_nacks_otherwise) {
+TEST(ClientWorker, AcksOnExit0AndNacksOtherwise) {
   auto t = std::make_shared<recording_transport>();
   worker_options o;
   o.butler = "py";

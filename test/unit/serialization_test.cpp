@@ -340,7 +340,7 @@ TEST_F(Serialization, ThreadMessages) {
   EXPECT_EQ(round_trip(std::vector<steer_input>{in}).size(), 1u);
 }
 
-TEST(serialization, worker_call_and_reply) {
+TEST_F(Serialization, WorkerCallAndReply) {
   worker_call c;
   c.op = static_cast<uint8_t>(worker_op::nack);
   c.work_id = "w";

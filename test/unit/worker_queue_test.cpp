@@ -10,7 +10,7 @@ using namespace std::chrono_literals;
 using clock = std::chrono::steady_clock;
 
 /// A queue with 3 deliveries, 1 s default visibility, and tokens t1, t2...
-struct worker_queue_test : ::testing::Test {
+struct WorkerQueue : ::testing::Test {
   worker_queue q{worker_limits{3, 1000ms, 250ms, 10000ms}, [this] {
                    return "t" + std::to_string(++tokens);
                  }};
@@ -18,7 +18,7 @@ struct worker_queue_test : ::testing::Test {
   clock::time_point t0 = clock::time_point{} + 1h;
 };
 
-TEST_F(worker_queue_test, hands_out_oldest_first_under_fresh_tokens) {
+TEST_F(WorkerQueue, HandsOutOldestFirstUnderFreshTokens) {
   q.add("a");
   q.add("b");
   q.add("c");
@@ -34,7 +34,7 @@ TEST_F(worker_queue_test, hands_out_oldest_first_under_fresh_tokens) {
   EXPECT_TRUE(q.take(5, 0ms, t0).empty());
 }
 
-TEST_F(worker_queue_test, ack_needs_the_current_token) {
+TEST_F(WorkerQueue, AckNeedsTheCurrentToken) {
   q.add("a");
   auto got = q.take(1, 0ms, t0);
   EXPECT_EQ(q.ack("a", "wrong"), worker_check::stale);
@@ -45,7 +45,7 @@ TEST_F(worker_queue_test, ack_needs_the_current_token) {
     << "a second ack finds nothing";
 }
 
-TEST_F(worker_queue_test, lapsed_visibility_redelivers_under_a_new_token) {
+TEST_F(WorkerQueue, LapsedVisibilityRedeliversUnderANewToken) {
   q.add("a");
   auto first = q.take(1, 500ms, t0);
   ASSERT_EQ(q.next_deadline(t0), t0 + 500ms);
@@ -63,7 +63,7 @@ TEST_F(worker_queue_test, lapsed_visibility_redelivers_under_a_new_token) {
   EXPECT_EQ(q.ack("a", second[0].lease_token), worker_check::ok);
 }
 
-TEST_F(worker_queue_test, extend_moves_the_deadline) {
+TEST_F(WorkerQueue, ExtendMovesTheDeadline) {
   q.add("a");
   auto got = q.take(1, 0ms, t0);
   EXPECT_EQ(q.extend("a", got[0].lease_token, 5000ms, t0 + 900ms),
@@ -75,7 +75,7 @@ TEST_F(worker_queue_test, extend_moves_the_deadline) {
   EXPECT_EQ(q.extend("b", "other", 5000ms, t0), worker_check::stale);
 }
 
-TEST_F(worker_queue_test, visibility_is_clamped) {
+TEST_F(WorkerQueue, VisibilityIsClamped) {
   EXPECT_EQ(q.clamp(0ms), 1000ms);
   EXPECT_EQ(q.clamp(1ms), 250ms);
   EXPECT_EQ(q.clamp(1h), 10000ms);
@@ -84,7 +84,7 @@ TEST_F(worker_queue_test, visibility_is_clamped) {
   EXPECT_EQ(q.next_deadline(t0), t0 + 250ms);
 }
 
-TEST_F(worker_queue_test, dead_letters_after_max_deliveries_of_lapses) {
+TEST_F(WorkerQueue, DeadLettersAfterMaxDeliveriesOfLapses) {
   q.add("a");
   auto now = t0;
   for (uint32_t i = 1; i <= 2; ++i) {
@@ -106,7 +106,7 @@ TEST_F(worker_queue_test, dead_letters_after_max_deliveries_of_lapses) {
   EXPECT_FALSE(q.next_deadline(now));
 }
 
-TEST_F(worker_queue_test, retryable_nacks_wait_their_delay_then_dead_letter) {
+TEST_F(WorkerQueue, RetryableNacksWaitTheirDelayThenDeadLetter) {
   q.add("a");
   auto now = t0;
   auto got = q.take(1, 0ms, now);
@@ -132,7 +132,7 @@ TEST_F(worker_queue_test, retryable_nacks_wait_their_delay_then_dead_letter) {
   EXPECT_EQ(q.size(), 0u);
 }
 
-TEST_F(worker_queue_test, a_final_nack_fails_without_redelivery) {
+TEST_F(WorkerQueue, AFinalNackFailsWithoutRedelivery) {
   q.add("a");
   auto got = q.take(1, 0ms, t0);
   EXPECT_EQ(q.nack("a", "old", false, 0ms, "x", "y", t0).check,
@@ -144,7 +144,7 @@ TEST_F(worker_queue_test, a_final_nack_fails_without_redelivery) {
   EXPECT_EQ(q.size(), 0u);
 }
 
-TEST_F(worker_queue_test, removed_items_are_not_handed_out) {
+TEST_F(WorkerQueue, RemovedItemsAreNotHandedOut) {
   q.add("a");
   q.add("b");
   q.remove("a");
@@ -158,7 +158,7 @@ TEST_F(worker_queue_test, removed_items_are_not_handed_out) {
 
 // -- request bodies -----------------------------------------------------------
 
-TEST(worker_wire, recv_body_defaults_and_ranges) {
+TEST(WorkerWire, RecvBodyDefaultsAndRanges) {
   worker_call c;
   EXPECT_EQ(parse_worker_body(worker_op::recv, "", c), "");
   EXPECT_EQ(c.max, 1u);
@@ -186,7 +186,7 @@ TEST(worker_wire, recv_body_defaults_and_ranges) {
             std::string::npos);
 }
 
-TEST(worker_wire, ack_nack_and_extend_bodies) {
+TEST(WorkerWire, AckNackAndExtendBodies) {
   worker_call c;
   EXPECT_NE(parse_worker_body(worker_op::ack, R"({"reply":"hi"})", c)
               .find("'lease_token'"),
@@ -230,7 +230,7 @@ TEST(worker_wire, ack_nack_and_extend_bodies) {
   EXPECT_FALSE(parse_worker_verb("cancel", op));
 }
 
-TEST(worker_wire, renders_deliveries) {
+TEST(WorkerWire, RendersDeliveries) {
   worker_delivery d;
   d.work_id = "w";
   d.lease_token = "t";
