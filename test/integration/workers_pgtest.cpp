@@ -37,11 +37,16 @@ std::string route_json(const std::string& butler, const std::string& prompt,
   return make_route_json(env);
 }
 
+/// The string value of the first `key` in JSON `body` (with or without
+/// blanks after the colon, as Python's json module writes).
 std::string field(const std::string& body, const std::string& key) {
-  auto pos = body.find("\"" + key + "\":\"");
+  auto pos = body.find("\"" + key + "\":");
   if (pos == std::string::npos)
     return {};
-  pos += key.size() + 4;
+  pos = body.find('"', pos + key.size() + 3);
+  if (pos == std::string::npos)
+    return {};
+  ++pos;
   return body.substr(pos, body.find('"', pos) - pos);
 }
 
@@ -267,7 +272,7 @@ TEST_F(Workers, AnItemNeverAckedEndsDeadLetteredAsATimeout) {
 
 TEST_F(Workers, TheClientWorkerRunsACommandPerItem) {
   start();
-  background cli{{BUTLERS_CLIENT_BINARY, "worker", "--url", url(), "--butler",
+  background cli{{BUTLERS_CLIENT_BINARY, "--url", url(), "worker", "--butler",
                   "py", "--visibility-ms", "1000", "--exec",
                   "cat > envelope.json; grep -q 'from the cli' envelope.json "
                   "&& echo \"cli says hi $BUTLERS_ATTEMPT\""},
