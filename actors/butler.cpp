@@ -9,6 +9,7 @@
 #include <caf/spawn_options.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/external_runner.hpp"
 #include "actors/lifecycle.hpp"
 #include "runtime/scripted.hpp"
 #include "runtime/uuid.hpp"
@@ -79,6 +80,8 @@ void write_outcome(butler_ptr self, session_outcome out,
     [self, out](const work_result& r) {
       auto& st = self->state;
       st.pool->written(out.work_id);
+      st.runner->written(self, out,
+                         r.ok ? outcome_write::written : outcome_write::fenced);
       if (!r.ok) {
         // Someone else holds the lease now: our result is void.
         st.waiters.erase(out.work_id);
@@ -111,6 +114,7 @@ void write_outcome(butler_ptr self, session_outcome out,
       // Still open in the database: the lease expires and recovery runs
       // the item again (at-least-once).
       self->state.pool->written(out.work_id);
+      self->state.runner->written(self, out, outcome_write::failed);
       spdlog::warn("butler {}: work {} result not written: {}",
                    self->state.params.cfg.name, out.work_id,
                    self->system().render(err));
@@ -779,7 +783,11 @@ bool work_runner::answers_switchboard() const {
 butler_actor::behavior_type butler(butler_ptr self, butler_params params,
                                    inbox_writer_actor writer,
                                    node_context_ptr ctx) {
-  auto runner = std::make_unique<session_runner>(params);
+  std::unique_ptr<work_runner> runner;
+  if (params.cfg.runtime.kind == runtime_kind::external)
+    runner = make_external_runner(params.cfg);
+  else
+    runner = std::make_unique<session_runner>(params);
   auto version = prompt_version_of(params.cfg.runtime);
   auto behavior = butler_with(self, std::move(params), std::move(writer),
                               std::move(ctx), std::move(runner));
@@ -836,6 +844,12 @@ butler_actor::behavior_type butler_with(butler_ptr self, butler_params params,
     },
     [self](caf::timeout_atom) {
       on_timeout(self);
+    },
+    [self](worker_atom, worker_call& call) -> caf::result<worker_reply> {
+      return self->state.runner->worker(self, call);
+    },
+    [self](worker_atom, uint64_t gen) {
+      self->state.runner->worker_timer(self, gen);
     },
   };
 }

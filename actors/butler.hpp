@@ -19,6 +19,7 @@
 #include "runtime/cron.hpp"
 #include "runtime/session_pool.hpp"
 #include "runtime/usage.hpp"
+#include "runtime/worker_wire.hpp"
 
 namespace butlers {
 
@@ -43,6 +44,16 @@ struct butler_params {
 
 struct butler_state;
 
+/// How the write of a work item's result ended.
+enum class outcome_write {
+  /// Durable.
+  written,
+  /// Refused: another holder has the lease now.
+  fenced,
+  /// The database failed; the item stays open and runs again.
+  failed,
+};
+
 using butler_ptr = butler_actor::stateful_pointer<butler_state>;
 
 /// How a butler runs the work it admitted: a butler runs sessions of its
@@ -65,6 +76,17 @@ class work_runner {
   /// The result of an item no dispatcher waits for here (recovered after
   /// its holder died) goes to this node's switchboard. True by default.
   virtual bool answers_switchboard() const;
+
+  /// A worker's recv, ack, nack or extend. Only external butlers take
+  /// them (actors/external_runner.hpp); others answer `conflict`.
+  virtual caf::result<worker_reply> worker(butler_ptr self, worker_call& call);
+
+  /// The runner's timer (`worker_atom, gen`, sent by the runner itself).
+  virtual void worker_timer(butler_ptr self, uint64_t gen);
+
+  /// The result `out` of an item was written, or not (`w`).
+  virtual void written(butler_ptr self, const session_outcome& out,
+                       outcome_write w);
 };
 
 struct butler_state {

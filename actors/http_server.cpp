@@ -16,6 +16,7 @@
 #include "actors/connector_api.hpp"
 #include "actors/http_api.hpp"
 #include "actors/http_ingest_bridge.hpp"
+#include "actors/worker_api.hpp"
 #include "runtime/http_checks.hpp"
 #include "runtime/http_ingest_queue.hpp"
 #include "runtime/http_render.hpp"
@@ -121,6 +122,8 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
   http_api api;
   /// The routes that feed connectors.
   connector_api connectors;
+  /// The routes of external workers.
+  worker_api workers;
 
   // -- in-flight tracking for the drain ---------------------------------------
   std::mutex mtx;
@@ -143,6 +146,7 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
     : sys(sys), settings(settings), ctx(std::move(ctx)), sup(std::move(sup)),
       api(sys, this->settings, this->ctx),
       connectors(sys, this->settings, this->ctx),
+      workers(sys, this->settings, this->ctx),
       requests_total(
         this->ctx->metrics.get_counter("butlers_http_requests_total",
                                        "HTTP requests received")),
@@ -258,6 +262,15 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
                            const path_params& p) {
     responder out{srv, req};
     (srv.connectors.*F)(call_of(req), out, p);
+  }
+
+  /// A route of external workers, which sees the request the same way.
+  template<void (worker_api::*F)(const http_call&, http_responder&,
+                                 const path_params&)>
+  static void on_worker(impl& srv, shard&, const request_handle& req,
+                        const path_params& p) {
+    responder out{srv, req};
+    (srv.workers.*F)(call_of(req), out, p);
   }
 
   /// The request as an `http_call` (valid while `req` is).
@@ -674,8 +687,12 @@ const http_route_table<http_server::impl::handler>& http_server::impl::
     {m::get, "/v1/butlers/", token, on_api<&http_api::butlers_list>},
     {m::post, "/v1/butlers/{name}/route", token,
      on_api<&http_api::butler_route>},
+    {m::post, "/v1/butlers/{name}/work/recv", token,
+     on_worker<&worker_api::recv>},
     {m::post, "/v1/butlers/{name}/work/{work_id...}/cancel", token,
      on_api<&http_api::butler_work_cancel>},
+    {m::post, "/v1/butlers/{name}/work/{work_id}/{verb}", token,
+     on_worker<&worker_api::item>},
     {m::any, "/v1/butlers", token, on_api<&http_api::butlers_other>},
     {m::any, "/v1/butlers/{rest...}", token, on_api<&http_api::butlers_other>},
     {m::post, "/v1/threads/{id}/turns", token,

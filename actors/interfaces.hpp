@@ -224,7 +224,12 @@ using butler_actor = caf::typed_actor<
   /// (Armed here, one at a time, not in each session: a delayed message
   /// keeps its receiver alive until it is due, and every timer wakes the
   /// clock thread.)
-  caf::reacts_to<caf::timeout_atom>>;
+  caf::reacts_to<caf::timeout_atom>,
+  /// A worker's recv (long poll), ack, nack or extend: external butlers
+  /// only (actors/external_runner.hpp); others answer `conflict`.
+  caf::replies_to<worker_atom, worker_call>::with<worker_reply>,
+  /// INTERNAL: the external runner's timer (its generation; 0 = now).
+  caf::reacts_to<worker_atom, uint64_t>>;
 
 /// One running session: drives its runtime adapter turn by turn under the
 /// session timeout and reports a `session_outcome` to its butler, then

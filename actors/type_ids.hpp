@@ -10,6 +10,7 @@
 #include "runtime/messages.hpp"
 #include "runtime/operator_action.hpp"
 #include "runtime/threads.hpp"
+#include "runtime/worker_wire.hpp"
 
 CAF_BEGIN_TYPE_ID_BLOCK(butlers, caf::first_custom_type_id)
 
@@ -59,6 +60,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(butlers, caf::first_custom_type_id)
   CAF_ADD_ATOM(butlers, butlers, resume_atom, "resume")
   CAF_ADD_ATOM(butlers, butlers, delta_atom, "delta")
   CAF_ADD_ATOM(butlers, butlers, usage_atom, "usage")
+  CAF_ADD_ATOM(butlers, butlers, worker_atom, "worker")
 
   // -- message types
   // -----------------------------------------------------------
@@ -99,6 +101,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(butlers, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(butlers, (butlers::steer_input))
   CAF_ADD_TYPE_ID(butlers, (std::vector<butlers::steer_input>))
   CAF_ADD_TYPE_ID(butlers, (butlers::steer_applied))
+  CAF_ADD_TYPE_ID(butlers, (butlers::worker_call))
+  CAF_ADD_TYPE_ID(butlers, (butlers::worker_reply))
 
 CAF_END_TYPE_ID_BLOCK(butlers)
 

@@ -213,8 +213,8 @@ struct budget_config {
 
 /// `[butler.runtime]`: the adapter a butler's sessions run on.
 struct runtime_config {
-  /// scripted or cli (delivery only for the messenger, set by the runtime).
-  /// Default scripted.
+  /// scripted, cli or external (delivery only for the messenger, set by
+  /// the runtime). Default scripted.
   runtime_kind kind = runtime_kind::scripted;
   // -- scripted
   /// Milliseconds per turn. Default 200, range 0..3600000.
@@ -304,6 +304,16 @@ struct runtime_config {
   uint32_t retry_max_ms = 30000;
   /// Not a key: the text of system_prompt_file, read by `load_config`.
   std::string system_prompt_text;
+  // -- external
+  /// Deliveries of an item to workers; a failed last one dead-letters it.
+  /// Default 5, range 1..1000.
+  uint32_t max_deliveries = 5;
+  /// Visibility of a delivery when a recv asks for none. Default 30000,
+  /// range 250..43200000.
+  uint32_t visibility_ms = 30000;
+  /// recv calls that may wait (long poll) at once; more answer 429.
+  /// Default 64, range 1..10000.
+  uint32_t max_waiting_receivers = 64;
 };
 
 /// One `[[butler.schedule]]`: work a butler starts by itself.

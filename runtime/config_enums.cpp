@@ -39,6 +39,7 @@ const std::vector<enum_name<runtime_kind>>& enum_names<runtime_kind>() {
     {runtime_kind::openai, "openai"},
     {runtime_kind::anthropic, "anthropic"},
     {runtime_kind::delivery, "delivery"},
+    {runtime_kind::external, "external"},
   };
   return names;
 }

@@ -46,6 +46,9 @@ enum class runtime_kind {
   /// The messenger's channel adapters; set by the runtime for the
   /// messenger, never accepted from a file.
   delivery,
+  /// No session: workers outside the node take the items over HTTP
+  /// (actors/external_runner.hpp).
+  external,
 };
 
 /// `[butler.runtime]` `prompt_via`: how the prompt reaches a CLI.

@@ -448,7 +448,7 @@ const fields<runtime_config>& runtime_fields() {
   static const fields<c> list{
     choice("kind", &c::kind, "the adapter",
            {runtime_kind::scripted, runtime_kind::cli, runtime_kind::openai,
-            runtime_kind::anthropic}),
+            runtime_kind::anthropic, runtime_kind::external}),
     integer("turn_ms", &c::turn_ms, 0, 3600000,
             "scripted: milliseconds per turn"),
     integer("turns", &c::turns, 1, 1000, "scripted: turns per session"),
@@ -511,6 +511,12 @@ const fields<runtime_config>& runtime_fields() {
     integer("retry_max_ms", &c::retry_max_ms, 1, 3600000,
             "openai, anthropic: longest wait before a retry, retry-after "
             "included"),
+    integer("max_deliveries", &c::max_deliveries, 1, 1000,
+            "external: deliveries of an item before it is dead-lettered"),
+    integer("visibility_ms", &c::visibility_ms, 250, 43200000,
+            "external: visibility of a delivery unless recv asks otherwise"),
+    integer("max_waiting_receivers", &c::max_waiting_receivers, 1, 10000,
+            "external: recv calls waiting at once; more answer 429"),
   };
   return list;
 }

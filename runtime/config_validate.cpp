@@ -199,6 +199,15 @@ void check_butlers(checker& c) {
               "[[butler]]");
     c.program(b.runtime.command,
               {prefix + ".runtime.command", prefix + ".runtime", prefix});
+    if (b.runtime.kind == runtime_kind::external
+        && b.runtime.visibility_ms >= uint64_t{b.session_timeout_s} * 1000)
+      c.error(c.where({prefix + ".runtime.visibility_ms", prefix + ".runtime",
+                       prefix}),
+              prefix + ".runtime.visibility_ms",
+              "must be below session_timeout_s ("
+                + std::to_string(b.session_timeout_s)
+                + " s): an item that waits and runs on workers longer ends "
+                  "with a timeout");
     if (!b.node.empty() && b.node != s.node.name && !s.cluster.active())
       c.error(c.where({prefix + ".node", prefix}), prefix + ".node",
               "runs on node '" + b.node

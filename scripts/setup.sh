@@ -20,6 +20,8 @@ packages=(
   postgresql-15 postgresql-client-15 postgresql-contrib
   # used by the scripts and integration tests
   curl procps util-linux
+  # the Python worker of test/fixtures/workers (standard library only)
+  python3
   # the cluster TLS test and the HTTPS client tests make their CA and
   # certificates with it
   openssl

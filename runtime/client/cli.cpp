@@ -1,9 +1,11 @@
 #include "runtime/client/cli.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -21,6 +23,7 @@
 #include <rapidjson/writer.h>
 
 #include "runtime/client/butlers_client.hpp"
+#include "runtime/client/worker.hpp"
 
 namespace butlers::client {
 
@@ -436,6 +439,41 @@ int run_inspect(const common_args& a, const std::string& id) {
   return r.status == 404 ? exit_failed : exit_runtime;
 }
 
+/// Set by SIGINT and SIGTERM: the worker stops taking items.
+std::atomic<bool> worker_stop{false};
+
+extern "C" void on_worker_signal(int) {
+  worker_stop = true;
+}
+
+/// `worker`: takes the butler's items until SIGINT or SIGTERM, runs the
+/// command per item, acks or nacks (runtime/client/worker.hpp).
+int run_worker(const common_args& a, worker_options o, const std::string& cmd) {
+  o.argv = {"/bin/sh", "-c", cmd};
+  o.log = [verbose = a.verbose](const std::string& line) {
+    static std::mutex mtx;
+    if (!verbose && line.find(R"("event":"received")") != std::string::npos)
+      return;
+    std::lock_guard<std::mutex> guard{mtx};
+    std::cerr << line << "\n";
+  };
+  auto c = a;
+  // A recv waits up to wait_ms: the exchange may take that much longer.
+  c.timeout_ms = std::max<int>(a.timeout_ms,
+                               static_cast<int>(o.wait.count()) + 10000);
+  struct sigaction sa{};
+  sa.sa_handler = on_worker_signal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  worker w{transport_of(c), std::move(o)};
+  w.run(worker_stop);
+  auto& n = w.counts();
+  std::cout << R"({"received":)" << n.received << R"(,"acked":)" << n.acked
+            << R"(,"nacked":)" << n.nacked << R"(,"lost":)" << n.lost << "}"
+            << std::endl;
+  return exit_ok;
+}
+
 void add_common(CLI::App& app, common_args& a) {
   app.add_option("--url", a.url,
                  "the node's base URL (default $BUTLERS_URL, else "
@@ -516,6 +554,30 @@ int run_cli(int argc, char** argv) {
   auto* inspect = app.add_subcommand("inspect", "GET /v1/requests/{id}");
   inspect->add_option("request_id", request_id, "the request id")->required();
 
+  worker_options wo;
+  std::string exec;
+  int64_t visibility_ms = 30000;
+  int64_t wait_ms = 20000;
+  auto* work = app.add_subcommand(
+    "worker", "take an external butler's work items and run CMD per item");
+  work->add_option("--butler", wo.butler, "the external butler")->required();
+  work->add_option("--exec", exec,
+                   "run by /bin/sh -c per item: the route.v1 envelope on "
+                   "stdin; exit 0 and stdout (a route_response.v1, else the "
+                   "reply text) acks, anything else nacks")
+    ->required();
+  work->add_option("--concurrency", wo.concurrency, "items at once")
+    ->capture_default_str()
+    ->check(CLI::Range(1, 256));
+  work->add_option("--visibility-ms", visibility_ms,
+                   "visibility asked for; extended every third of it while "
+                   "CMD runs")
+    ->capture_default_str()
+    ->check(CLI::Range(250, 43200000));
+  work->add_option("--wait-ms", wait_ms, "long poll of one recv")
+    ->capture_default_str()
+    ->check(CLI::Range(0, 60000));
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -534,6 +596,11 @@ int run_cli(int argc, char** argv) {
       return run_replay(a, ra);
     if (*await)
       return run_await(a);
+    if (*work) {
+      wo.visibility = milliseconds{visibility_ms};
+      wo.wait = milliseconds{wait_ms};
+      return run_worker(a, std::move(wo), exec);
+    }
     return run_inspect(a, request_id);
   } catch (const std::exception& e) {
     std::cerr << "butlers-client: " << e.what() << "\n";

@@ -43,6 +43,10 @@ inline butler_actor::behavior_type fake_butler(butler_actor::pointer,
     [](caf::tick_atom) {},
     [](schedule_atom, uint32_t) {},
     [](caf::timeout_atom) {},
+    [](worker_atom, worker_call&) {
+      return worker_reply{};
+    },
+    [](worker_atom, uint64_t) {},
   };
 }
 

@@ -190,6 +190,10 @@ inline butler_actor::behavior_type fake_butler(
     },
     [](schedule_atom, uint32_t) {},
     [](caf::timeout_atom) {},
+    [](worker_atom, worker_call&) {
+      return worker_reply{};
+    },
+    [](worker_atom, uint64_t) {},
   };
 }
 

@@ -802,8 +802,21 @@ kind = "delivery"
 )",
           1,
           {err("butler[0].runtime.kind")
-             .is("must be one of scripted, cli, openai, anthropic, got "
-                 "'delivery'")}),
+             .is("must be one of scripted, cli, openai, anthropic, external, "
+                 "got 'delivery'")}),
+  validating("an_external_visibility_must_be_below_the_session_timeout",
+             R"([[butler]]
+name = "a"
+session_timeout_s = 10
+[butler.runtime]
+kind = "external"
+visibility_ms = 10000
+max_deliveries = 3
+)",
+             1,
+             {err("butler[0].runtime.visibility_ms")
+                .is("must be below session_timeout_s (10 s): an item that "
+                    "waits and runs on workers longer ends with a timeout")}),
   without(parsing("butler_list_values_are_checked", R"([[butler]]
 name = "a"
 triggers = [""]

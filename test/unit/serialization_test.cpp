@@ -340,5 +340,39 @@ TEST_F(Serialization, ThreadMessages) {
   EXPECT_EQ(round_trip(std::vector<steer_input>{in}).size(), 1u);
 }
 
+TEST_F(Serialization, WorkerCallAndReply) {
+  worker_call c;
+  c.op = static_cast<uint8_t>(worker_op::nack);
+  c.work_id = "w";
+  c.lease_token = "t";
+  c.max = 3;
+  c.visibility_ms = 500;
+  c.wait_ms = 7;
+  c.response = "{}";
+  c.reply = "r";
+  c.retryable = false;
+  c.delay_ms = 9;
+  c.error = "e";
+  c.error_class = "timeout";
+  auto c2 = round_trip(c);
+  EXPECT_EQ(c2.op, c.op);
+  EXPECT_EQ(c2.work_id, "w");
+  EXPECT_EQ(c2.lease_token, "t");
+  EXPECT_EQ(c2.max, 3u);
+  EXPECT_EQ(c2.visibility_ms, 500u);
+  EXPECT_EQ(c2.wait_ms, 7u);
+  EXPECT_EQ(c2.response, "{}");
+  EXPECT_EQ(c2.reply, "r");
+  EXPECT_FALSE(c2.retryable);
+  EXPECT_EQ(c2.delay_ms, 9u);
+  EXPECT_EQ(c2.error, "e");
+  EXPECT_EQ(c2.error_class, "timeout");
+  worker_reply r{5, "m", "b"};
+  auto r2 = round_trip(r);
+  EXPECT_EQ(r2.code, 5);
+  EXPECT_EQ(r2.message, "m");
+  EXPECT_EQ(r2.body, "b");
+}
+
 } // namespace
 } // namespace butlers

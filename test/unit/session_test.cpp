@@ -46,6 +46,10 @@ butler_actor::behavior_type fake_butler(
     [](caf::tick_atom) {},
     [](schedule_atom, uint32_t) {},
     [](caf::timeout_atom) {},
+    [](worker_atom, worker_call&) {
+      return worker_reply{};
+    },
+    [](worker_atom, uint64_t) {},
   };
 }
 
