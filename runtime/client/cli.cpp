@@ -4,8 +4,8 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -461,7 +461,7 @@ int run_worker(const common_args& a, worker_options o, const std::string& cmd) {
   // A recv waits up to wait_ms: the exchange may take that much longer.
   c.timeout_ms = std::max<int>(a.timeout_ms,
                                static_cast<int>(o.wait.count()) + 10000);
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = on_worker_signal;
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
@@ -558,20 +558,22 @@ int run_cli(int argc, char** argv) {
   std::string exec;
   int64_t visibility_ms = 30000;
   int64_t wait_ms = 20000;
-  auto* work = app.add_subcommand(
-    "worker", "take an external butler's work items and run CMD per item");
+  auto* work = app.add_subcommand("worker", "take an external butler's work "
+                                            "items and run CMD per item");
   work->add_option("--butler", wo.butler, "the external butler")->required();
-  work->add_option("--exec", exec,
-                   "run by /bin/sh -c per item: the route.v1 envelope on "
-                   "stdin; exit 0 and stdout (a route_response.v1, else the "
-                   "reply text) acks, anything else nacks")
+  work
+    ->add_option("--exec", exec,
+                 "run by /bin/sh -c per item: the route.v1 envelope on "
+                 "stdin; exit 0 and stdout (a route_response.v1, else the "
+                 "reply text) acks, anything else nacks")
     ->required();
   work->add_option("--concurrency", wo.concurrency, "items at once")
     ->capture_default_str()
     ->check(CLI::Range(1, 256));
-  work->add_option("--visibility-ms", visibility_ms,
-                   "visibility asked for; extended every third of it while "
-                   "CMD runs")
+  work
+    ->add_option("--visibility-ms", visibility_ms,
+                 "visibility asked for; extended every third of it while "
+                 "CMD runs")
     ->capture_default_str()
     ->check(CLI::Range(250, 43200000));
   work->add_option("--wait-ms", wait_ms, "long poll of one recv")
