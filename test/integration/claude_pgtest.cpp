@@ -240,6 +240,29 @@ TEST_F(ClaudeSessions, SteerInputReachesTheModelAtTheNextBoundary) {
     },
     10s))
     << node_->log();
+  // ...and was stored with the work item's result.
+  pqxx::connection conn{url_};
+  pqxx::result u;
+  ASSERT_TRUE(eventually(
+    [&] {
+      pqxx::nontransaction tx{conn};
+      u = tx.exec_params("SELECT w.model, w.input_tokens, w.output_tokens, "
+                         "w.cache_read_tokens, w.cache_write_tokens, "
+                         "w.cost_usd, "
+                         "w.model_calls FROM route_work w JOIN thread_runs r "
+                         "ON r.work_id = w.work_id WHERE r.run_id = $1 "
+                         "AND w.model_calls IS NOT NULL",
+                         first.run_id);
+      return u.size() == 1;
+    },
+    10s));
+  EXPECT_EQ(u[0][0].as<std::string>(), "fake-claude-model");
+  EXPECT_EQ(u[0][1].as<int64_t>(), 20);
+  EXPECT_EQ(u[0][2].as<int64_t>(), 10);
+  EXPECT_EQ(u[0][3].as<int64_t>(), 200);
+  EXPECT_EQ(u[0][4].as<int64_t>(), 40);
+  EXPECT_NEAR(u[0][5].as<double>(), 0.025, 1e-9);
+  EXPECT_EQ(u[0][6].as<int64_t>(), 2);
 }
 
 // (b): the answer streams as `delta` events while it is written, before
