@@ -139,6 +139,42 @@ void dial_later(cluster_ptr self, const std::string& address) {
   self->delayed_send(self, delay, connect_atom_v, address);
 }
 
+/// Where this node listens, as peers should name it ("" when it does not).
+std::string listen_address(const cluster_config& cfg) {
+  if (cfg.port == 0)
+    return {};
+  auto host = cfg.bind.find(':') == std::string::npos ? cfg.bind
+                                                      : "[" + cfg.bind + "]";
+  return host + ":" + std::to_string(cfg.port);
+}
+
+/// True for an introduction from another node that carries this node's
+/// own `node.name` (a node that dialled itself is not one).
+bool duplicate_name(cluster_ptr self, const cluster_hello& hello) {
+  return !hello.node.empty() && hello.node == self->state.node
+         && hello.cluster != caf::actor_cast<caf::actor>(self);
+}
+
+/// Refuses a peer that calls itself by this node's name: its butlers are
+/// not registered, it is not monitored; counted and logged (the first time
+/// and every tenth time after, per address). `how` says which side dialled.
+void refuse_duplicate(cluster_ptr self, const std::string& address,
+                      const char* how) {
+  auto& st = self->state;
+  st.ctx->metrics
+    .get_counter("butlers_cluster_peers_refused_total",
+                 "Introductions of peer nodes this node refused, by reason",
+                 "reason=\"duplicate_name\"")
+    .inc();
+  auto n = st.refusals[address]++;
+  if (n % 10 != 0)
+    return;
+  spdlog::error("cluster: refused peer at {} ({}): it is also named '{}', "
+                "this node's node.name; no butlers are shared until one of "
+                "them is renamed (refused {} time(s))",
+                address, how, st.node, n + 1);
+}
+
 /// A peer introduced itself (in its hello, or in the answer to ours).
 void accept_peer(cluster_ptr self, cluster_hello hello,
                  const std::string& address) {
@@ -172,6 +208,13 @@ void say_hello(cluster_ptr self, const caf::actor& peer,
   self->request(hdl, hello_timeout, hello_atom_v, self->state.local)
     .then(
       [self, address, peer, version](cluster_hello& reply) {
+        if (duplicate_name(self, reply)) {
+          refuse_duplicate(self, address.empty() ? "(unknown)" : address,
+                           "this node dialled it");
+          if (!address.empty())
+            dial_later(self, address);
+          return;
+        }
         if (!address.empty())
           self->state.failures[address] = 0;
         accept_peer(self, std::move(reply), address);
@@ -247,6 +290,7 @@ cluster_actor::behavior_type cluster(
   st.ctx = std::move(ctx);
   st.local.node = st.node;
   st.local.cluster = caf::actor_cast<caf::actor>(self);
+  st.local.address = listen_address(st.cfg);
   self->set_down_handler([self](const caf::down_msg& dm) {
     on_down(self, dm);
   });
@@ -254,6 +298,18 @@ cluster_actor::behavior_type cluster(
     self->send(self, connect_atom_v, address);
   return {
     [self](hello_atom, cluster_hello& hello) -> cluster_hello {
+      if (duplicate_name(self, hello)) {
+        auto from = !hello.address.empty()
+                      ? hello.address
+                      : "a node that does not listen, CAF node "
+                          + (hello.cluster ? to_string(hello.cluster.node())
+                                           : std::string{"?"});
+        refuse_duplicate(self, from, "it dialled this node");
+        // Only the name: the dialler sees it and refuses too.
+        cluster_hello refusal;
+        refusal.node = self->state.node;
+        return refusal;
+      }
       accept_peer(self, std::move(hello), {});
       return self->state.local;
     },
@@ -261,6 +317,7 @@ cluster_actor::behavior_type cluster(
       auto& st = self->state;
       hello.node = st.node;
       hello.cluster = caf::actor_cast<caf::actor>(self);
+      hello.address = listen_address(st.cfg);
       st.local = std::move(hello);
       ++st.local_version;
       st.registry = std::move(reg);

@@ -42,6 +42,9 @@ struct cluster_state {
   std::map<std::string, peer> peers;
   /// Failed dials in a row, by "host:port" (the backoff exponent).
   std::map<std::string, uint32_t> failures;
+  /// Introductions refused because the peer has this node's name, by
+  /// the peer's address (log lines are rate-limited by it).
+  std::map<std::string, uint32_t> refusals;
 };
 
 /// The node's cluster actor (see `cluster_actor`). The node publishes it on

@@ -495,12 +495,15 @@ struct cluster_hello {
   caf::actor cluster;
   /// Its `switchboard_actor`; null on a butler-only node.
   caf::actor switchboard;
+  /// Where it listens (`cluster.bind:cluster.port`); "" when it does not.
+  /// Names the peer in log lines of the side that was dialled.
+  std::string address;
 };
 
 template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, cluster_hello& x) {
   return f(caf::meta::type_name("cluster_hello"), x.node, x.entries, x.handles,
-           x.cluster, x.switchboard);
+           x.cluster, x.switchboard, x.address);
 }
 
 } // namespace butlers

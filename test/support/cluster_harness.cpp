@@ -66,7 +66,9 @@ std::string cluster_harness::render(const node& n) const {
     for (auto& other : nodes_)
       if (other.spec.name == name)
         peers.push_back("127.0.0.1:" + std::to_string(other.cluster_port));
-  std::string out = "[node]\nname = " + json::quote(n.spec.name)
+  std::string out = "[node]\nname = "
+                    + json::quote(n.spec.node_name.empty() ? n.spec.name
+                                                           : n.spec.node_name)
                     + "\ndrain_deadline_s = 5\n"
                       "[http]\nport = 0\n"
                       "[scheduler]\nthreads = 2\n"

@@ -21,8 +21,12 @@ namespace butlers::test {
 
 /// One node of a harness cluster.
 struct cluster_node_spec {
-  /// `node.name`; unique in the harness.
+  /// The harness's name of the node (what `peers` refer to), and its
+  /// `node.name` unless `node_name` is set.
   std::string name;
+  /// `node.name` when it must differ from `name` (e.g. two nodes named
+  /// alike); "" means `name`.
+  std::string node_name;
   /// `cluster.switchboard`: runs the switchboard (and the messenger).
   bool switchboard = true;
   /// `cluster.butlers`: which configured butlers it hosts ("*" = all).
