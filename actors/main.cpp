@@ -79,6 +79,8 @@ int main(int argc, char** argv) {
     return butlers::exit_config;
   if (check->parsed()) {
     std::cout << butlers::to_toml(*settings);
+    for (auto& w : butlers::config_warnings(*settings))
+      std::cerr << "config warning: " << w << "\n";
     std::cerr << config_path << ": OK\n";
     return butlers::exit_ok;
   }
@@ -88,6 +90,8 @@ int main(int argc, char** argv) {
     return butlers::migrate_database(*settings);
   if (replay->parsed())
     return butlers::replay_request(*settings, request_id, who, why);
+  for (auto& w : butlers::config_warnings(*settings))
+    spdlog::warn("config: {}", w);
   butlers::block_shutdown_signals();
   try {
     return butlers::run_node(*settings);

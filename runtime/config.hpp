@@ -775,6 +775,12 @@ std::vector<config_error> apply_env_overrides(
 /// Loopback is 127.0.0.0/8, ::1 and localhost.
 std::vector<config_error> validate_settings(const node_settings& s);
 
+/// Settings that are valid but likely a mistake, one sentence each naming
+/// the key: `[cluster]` on while `node.name` is still the shipped default
+/// (every node copied from the same file would share it, and peers with
+/// this node's name are refused). check-config prints them; `run` logs them.
+std::vector<std::string> config_warnings(const node_settings& s);
+
 /// True for 127.0.0.0/8, ::1 (optionally in brackets) and localhost.
 bool is_loopback(std::string_view host);
 

@@ -534,4 +534,14 @@ std::string redact_database_url(std::string_view url) {
   return result;
 }
 
+std::vector<std::string> config_warnings(const node_settings& s) {
+  std::vector<std::string> out;
+  if (s.cluster.active() && s.node.name == node_config{}.name)
+    out.push_back("node.name is still the default \"" + s.node.name
+                  + "\" while [cluster] is on: give every node of the cluster "
+                    "a name of its own (a peer with this node's name is "
+                    "refused)");
+  return out;
+}
+
 } // namespace butlers

@@ -1728,3 +1728,31 @@ TEST(config, threads_defaults_keys_and_checks) {
   ASSERT_FALSE(zero.errors.empty());
   EXPECT_EQ(zero.errors[0].key, "threads.idle_timeout_s");
 }
+
+TEST(config, warns_about_the_default_node_name_only_with_the_cluster_on) {
+  auto parsed = [](const std::string& text) {
+    auto r = parse_config(text, "node.toml");
+    EXPECT_TRUE(r.settings) << text;
+    return r.settings ? *r.settings : node_settings{};
+  };
+  // The cluster on (a port, or only peers) with the shipped name: warned.
+  for (auto cluster :
+       {std::string{"[cluster]\nport = 4710\n"},
+        std::string{"[cluster]\npeers = [\"127.0.0.1:4711\"]\n"}}) {
+    auto warnings = config_warnings(
+      parsed("[node]\nname = \"butlers-1\"\n" + cluster));
+    ASSERT_EQ(warnings.size(), 1u) << cluster;
+    EXPECT_NE(warnings[0].find("node.name"), std::string::npos) << warnings[0];
+    EXPECT_NE(warnings[0].find("butlers-1"), std::string::npos) << warnings[0];
+    EXPECT_NE(warnings[0].find("[cluster]"), std::string::npos) << warnings[0];
+  }
+  // The default name, taken without a [node] table at all: warned too.
+  EXPECT_EQ(config_warnings(parsed("[cluster]\nport = 4710\n")).size(), 1u);
+  // A name of its own, or no cluster: nothing to say.
+  EXPECT_TRUE(config_warnings(
+                parsed("[node]\nname = \"node-a\"\n[cluster]\nport = 4710\n"))
+                .empty());
+  EXPECT_TRUE(
+    config_warnings(parsed("[node]\nname = \"butlers-1\"\n")).empty());
+  EXPECT_TRUE(config_warnings(parsed("")).empty());
+}
