@@ -94,23 +94,30 @@ TEST(ClusterNames, TwoNodesNamedAlikeRefuseEachOtherAndShareNoButlers) {
   EXPECT_GE(h.metric(a, refused_series), 1) << h.log(a);
   EXPECT_GE(h.metric(b, refused_series), 1) << h.log(b);
   // node-b keeps asking (a renamed node-a would be accepted), with backoff
-  // rather than in a hot loop: two more refusals take at least two
-  // jittered backoff delays (>= 250 ms each at this reconnect_cap_ms).
+  // rather than in a hot loop: once the backoff (100 ms doubling) has
+  // reached reconnect_cap_ms (after four refusals), refusals are >= 250 ms
+  // apart (the jittered delay), so three more take over 500 ms.
+  ASSERT_TRUE(eventually(
+    [&] {
+      return h.metric(b, refused_series) >= 5;
+    },
+    20s))
+    << h.log(b);
   auto before = h.metric(b, refused_series);
   auto start = std::chrono::steady_clock::now();
   ASSERT_TRUE(eventually(
     [&] {
-      return h.metric(b, refused_series) >= before + 2;
+      return h.metric(b, refused_series) >= before + 3;
     },
     20s))
     << h.log(b);
-  EXPECT_GE(std::chrono::steady_clock::now() - start, 400ms);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 450ms);
   EXPECT_GE(h.metric(a, refused_series), 3) << "each retry refused again";
   // Neither node lists the other's butlers; each still lists its own.
   auto hosts_a = h.hosts(a);
   auto hosts_b = h.hosts(b);
-  EXPECT_EQ(hosts_a[{"health", "twin"}], "active");
-  EXPECT_EQ(hosts_b[{"finance", "twin"}], "active");
+  EXPECT_EQ((hosts_a[{"health", "twin"}]), "active");
+  EXPECT_EQ((hosts_b[{"finance", "twin"}]), "active");
   for (auto& [key, status] : hosts_a)
     EXPECT_NE(key.first, "finance") << key.second << " " << status;
   for (auto& [key, status] : hosts_b)
