@@ -9,8 +9,8 @@
 #include <vector>
 
 #include <caf/stateful_actor.hpp>
-#include <caf/typed_response_promise.hpp>
 #include <caf/typed_event_based_actor.hpp>
+#include <caf/typed_response_promise.hpp>
 
 #include "actors/interfaces.hpp"
 #include "actors/node_context.hpp"

@@ -46,7 +46,8 @@ void release(butler_ptr self) {
   }
   ids += '}';
   tokens += '}';
-  named_statement stmt{"work_release", {std::move(ids), std::move(tokens)},
+  named_statement stmt{"work_release",
+                       {std::move(ids), std::move(tokens)},
                        "release:" + st.owner};
   st.writes.exec(
     self, std::move(stmt),

@@ -147,8 +147,7 @@ using switchboard_actor = caf::typed_actor<
   /// requests in progress.
   /// Clean shutdown: releases the inbox leases of every request tracked
   /// here (fenced by token), renews none after; answers how many rows.
-  caf::replies_to<drain_atom>::with<uint32_t>,
-  caf::reacts_to<caf::tick_atom>,
+  caf::replies_to<drain_atom>::with<uint32_t>, caf::reacts_to<caf::tick_atom>,
   /// From the cluster: butler `name` has (true) or no longer has (false) a
   /// live host; without one its circuit is held open (fails fast) until a
   /// host returns.

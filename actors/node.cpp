@@ -127,7 +127,9 @@ void release_leases(caf::actor_system& sys, const supervisor_actor& sup,
     ->request(sup, std::max(left, milliseconds{0}) + milliseconds{1500},
               drain_atom_v, caf::timespan{wait})
     .receive(
-      [](uint32_t n) { spdlog::info("released {} lease(s) held", n); },
+      [](uint32_t n) {
+        spdlog::info("released {} lease(s) held", n);
+      },
       [&](const caf::error& err) {
         spdlog::warn("leases not released ({}): they expire after lease_s",
                      sys.render(err));

@@ -199,8 +199,13 @@ caf::result<uint32_t> drain_group(
       return;
     }
     self->request(sb, std::chrono::seconds{1}, drain_atom_v)
-      .then([rp, total](uint32_t n) mutable { rp.deliver(*total + n); },
-            [rp, total](const caf::error&) mutable { rp.deliver(*total); });
+      .then(
+        [rp, total](uint32_t n) mutable {
+          rp.deliver(*total + n);
+        },
+        [rp, total](const caf::error&) mutable {
+          rp.deliver(*total);
+        });
   };
   if (st.butlers.empty()) {
     then_switchboard();
@@ -217,7 +222,9 @@ caf::result<uint32_t> drain_group(
           *total += n;
           one_done();
         },
-        [one_done](const caf::error&) mutable { one_done(); });
+        [one_done](const caf::error&) mutable {
+          one_done();
+        });
   return rp;
 }
 
@@ -282,7 +289,9 @@ supervisor_actor::behavior_type supervisor(
       if (self->state.restarting)
         start_group(self);
     },
-    [self](drain_atom, caf::timespan wait) { return drain_group(self, wait); },
+    [self](drain_atom, caf::timespan wait) {
+      return drain_group(self, wait);
+    },
   };
 }
 

@@ -43,8 +43,8 @@ caf::result<uint32_t> release_inbox_leases(switchboard_ptr self) {
     .then(
       [rp, n = held.size()](const named_result& r) mutable {
         auto released = static_cast<uint32_t>(r.rows.size());
-        spdlog::info("switchboard: released {} of {} request(s) held",
-                     released, n);
+        spdlog::info("switchboard: released {} of {} request(s) held", released,
+                     n);
         rp.deliver(released);
       },
       [self, rp](const caf::error& err) mutable {
