@@ -214,6 +214,8 @@ void send_start(butler_ptr self, const work_item& item) {
 /// cancelled; its result could not be written anyway (fencing).
 void pump(butler_ptr self) {
   auto& st = self->state;
+  if (st.draining)
+    return;
   while (auto next = st.pool->next()) {
     auto& held = next->held;
     st.process_latency->observe(ms_since(held.since));
@@ -260,6 +262,7 @@ void on_done(butler_ptr self, session_outcome& out) {
   else
     write_outcome(self, std::move(out), held.env.source_sender_identity);
   pump(self);
+  drain_progress(self, false);
 }
 
 route_response reject(butler_ptr self, const std::string& request_id,
@@ -327,6 +330,9 @@ std::optional<route_response> admit(butler_ptr self, const route_request& req,
                     + "' (capabilities: " + offered + ")",
                   false);
   }
+  if (st.draining)
+    return reject(self, env.request_id, "target_unavailable",
+                  "butler '" + cfg.name + "' is shutting down", true);
   if (auto bad = st.runner->admit(req, env))
     return reject(self, env.request_id, bad->error_class, bad->message, false);
   if (auto full = st.pool->admit(req.trigger_source, req.origin_butler))
@@ -542,7 +548,7 @@ void tick(butler_ptr self) {
   age_foreign_waiters(self);
   // Without the database the writer would refuse every renewal and
   // recovery: wait for the next tick rather than count refusals.
-  if (st.ctx->status.database_ready) {
+  if (st.ctx->status.database_ready && !st.draining) {
     renew_leases(self);
     recover(self);
   }
@@ -850,6 +856,12 @@ butler_actor::behavior_type butler_with(butler_ptr self, butler_params params,
     },
     [self](worker_atom, uint64_t gen) {
       self->state.runner->worker_timer(self, gen);
+    },
+    [self](drain_atom, caf::timespan wait) -> caf::result<uint32_t> {
+      return drain(self, wait);
+    },
+    [self](drain_atom) {
+      drain_progress(self, true);
     },
   };
 }

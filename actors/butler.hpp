@@ -10,6 +10,7 @@
 
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
+#include <caf/typed_response_promise.hpp>
 
 #include "actors/interfaces.hpp"
 #include "actors/node_context.hpp"
@@ -138,6 +139,12 @@ struct butler_state {
   /// The prompt version of the butler's runtime (`prompt_version_of`),
   /// recorded with each work item's result; "" for none.
   std::string prompt_version;
+  /// Clean shutdown: no work starts or is taken any more (`drain`).
+  bool draining = false;
+  /// The leases held were handed back (or the attempt failed).
+  bool released = false;
+  /// The drain's answer, until the release is written.
+  std::optional<caf::typed_response_promise<uint32_t>> drained;
 };
 
 /// A butler (see `butler_actor`) whose work items run as sessions of its
@@ -155,5 +162,14 @@ butler_actor::behavior_type butler_with(butler_ptr self, butler_params params,
 /// The built-in butler every node has unless configured: `general` (the
 /// router's fallback, scripted).
 butler_config default_general();
+
+/// Clean shutdown (`drain_atom`, defined in butler_drain.cpp): stops
+/// starting and taking work, waits up to `wait` for running sessions, then
+/// releases every lease still held.
+caf::result<uint32_t> drain(butler_ptr self, caf::timespan wait);
+
+/// Releases the leases now if the drain waits and no session runs any more
+/// (or `deadline`: the wait is over).
+void drain_progress(butler_ptr self, bool deadline);
 
 } // namespace butlers

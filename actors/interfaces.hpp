@@ -145,7 +145,9 @@ using switchboard_actor = caf::typed_actor<
   /// INTERNAL: every second, expires what is past its route timeout or
   /// wall-clock budget; every `lease_s / 3`, renews the inbox leases of
   /// requests in progress.
-  caf::reacts_to<caf::tick_atom>,
+  /// Clean shutdown: releases the inbox leases of every request tracked
+  /// here (fenced by token), renews none after; answers how many rows.
+  caf::replies_to<drain_atom>::with<uint32_t>, caf::reacts_to<caf::tick_atom>,
   /// From the cluster: butler `name` has (true) or no longer has (false) a
   /// live host; without one its circuit is held open (fails fast) until a
   /// host returns.
@@ -229,7 +231,14 @@ using butler_actor = caf::typed_actor<
   /// only (actors/external_runner.hpp); others answer `conflict`.
   caf::replies_to<worker_atom, worker_call>::with<worker_reply>,
   /// INTERNAL: the external runner's timer (its generation; 0 = now).
-  caf::reacts_to<worker_atom, uint64_t>>;
+  caf::reacts_to<worker_atom, uint64_t>,
+  /// Clean shutdown: starts no more work and takes none, waits up to
+  /// `wait` for running sessions, then releases every lease still held
+  /// (waiting and running items) so that another holder takes them over
+  /// at once; answers how many items were released.
+  caf::replies_to<drain_atom, caf::timespan>::with<uint32_t>,
+  /// INTERNAL: the drain's wait for running sessions is over.
+  caf::reacts_to<drain_atom>>;
 
 /// One running session: drives its runtime adapter turn by turn under the
 /// session timeout and reports a `session_outcome` to its butler, then
@@ -383,6 +392,10 @@ using thread_directory_actor = caf::typed_actor<
 /// takes them down with it (the node's shutdown path).
 using supervisor_actor = caf::typed_actor<
   /// INTERNAL: restarts the group after its backoff.
-  caf::reacts_to<restart_atom>>;
+  caf::reacts_to<restart_atom>,
+  /// Clean shutdown: drains every local butler (each waits up to `wait`
+  /// for its running sessions), then has the switchboard release its
+  /// inbox leases; answers how many leases were released.
+  caf::replies_to<drain_atom, caf::timespan>::with<uint32_t>>;
 
 } // namespace butlers

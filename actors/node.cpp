@@ -13,6 +13,7 @@
 #include <caf/io/middleman.hpp>
 #include <caf/openssl/manager.hpp>
 #include <caf/openssl/publish.hpp>
+#include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
 #include <pqxx/pqxx>
 #include <spdlog/spdlog.h>
@@ -112,6 +113,29 @@ void apply_connect_timeout(const node_settings& s) {
   ::setenv("PGCONNECT_TIMEOUT", value.c_str(), 0);
 }
 
+/// Hands back the work this node holds: the butlers wait for their running
+/// sessions until a second before `drain_end`, then they and the
+/// switchboard release every lease still held, so that a restarted node or
+/// a peer takes the work over at once instead of after `lease_s`.
+void release_leases(caf::actor_system& sys, const supervisor_actor& sup,
+                    std::chrono::steady_clock::time_point drain_end) {
+  using namespace std::chrono;
+  auto left = duration_cast<milliseconds>(drain_end - steady_clock::now());
+  auto wait = std::max(left - milliseconds{1000}, milliseconds{0});
+  caf::scoped_actor self{sys};
+  self
+    ->request(sup, std::max(left, milliseconds{0}) + milliseconds{1500},
+              drain_atom_v, caf::timespan{wait})
+    .receive(
+      [](uint32_t n) {
+        spdlog::info("released {} lease(s) held", n);
+      },
+      [&](const caf::error& err) {
+        spdlog::warn("leases not released ({}): they expire after lease_s",
+                     sys.render(err));
+      });
+}
+
 } // namespace
 
 void block_shutdown_signals() {
@@ -175,6 +199,7 @@ int run_node(const node_settings& settings) {
   // deadline, so an operator's SIGTERM always takes effect.
   ctx->status.draining = true;
   auto deadline = std::chrono::seconds{settings.node.drain_deadline_s};
+  auto drain_end = std::chrono::steady_clock::now() + deadline;
   std::promise<void> stopped;
   std::thread watchdog{[deadline, done = stopped.get_future()] {
     if (done.wait_for(deadline + std::chrono::seconds{2})
@@ -187,6 +212,7 @@ int run_node(const node_settings& settings) {
   if (!http.wait_idle(deadline))
     spdlog::warn("HTTP requests still in flight at the drain deadline");
   http.stop();
+  release_leases(sys, sup, drain_end);
   caf::anon_send_exit(sup, caf::exit_reason::user_shutdown);
   if (auto cl = ctx->cluster())
     caf::anon_send_exit(cl, caf::exit_reason::user_shutdown);

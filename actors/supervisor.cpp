@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <random>
 
 #include <caf/actor_cast.hpp>
@@ -179,6 +180,54 @@ bool is_child(supervisor_ptr self, const caf::actor_addr& addr) {
          || (st.threads && addr == st.threads.address());
 }
 
+/// Clean shutdown: drains every local butler (each waits up to `wait` for
+/// its running sessions, then releases its work leases), then has the
+/// switchboard release its inbox leases; answers the leases released. The
+/// butlers go first: a session that finishes while they wait still
+/// completes its request through the switchboard.
+caf::result<uint32_t> drain_group(
+  supervisor_actor::stateful_pointer<supervisor_state> self,
+  caf::timespan wait) {
+  auto& st = self->state;
+  auto rp = self->make_response_promise<uint32_t>();
+  auto total = std::make_shared<uint32_t>(0);
+  auto pending = std::make_shared<size_t>(st.butlers.size());
+  auto then_switchboard = [self, rp, total]() mutable {
+    auto sb = self->state.switchboard;
+    if (!sb) {
+      rp.deliver(*total);
+      return;
+    }
+    self->request(sb, std::chrono::seconds{1}, drain_atom_v)
+      .then(
+        [rp, total](uint32_t n) mutable {
+          rp.deliver(*total + n);
+        },
+        [rp, total](const caf::error&) mutable {
+          rp.deliver(*total);
+        });
+  };
+  if (st.butlers.empty()) {
+    then_switchboard();
+    return rp;
+  }
+  auto one_done = [pending, then_switchboard]() mutable {
+    if (--*pending == 0)
+      then_switchboard();
+  };
+  for (auto& b : st.butlers)
+    self->request(b, wait + std::chrono::seconds{1}, drain_atom_v, wait)
+      .then(
+        [total, one_done](uint32_t n) mutable {
+          *total += n;
+          one_done();
+        },
+        [one_done](const caf::error&) mutable {
+          one_done();
+        });
+  return rp;
+}
+
 } // namespace
 
 supervisor_actor::behavior_type supervisor(
@@ -239,6 +288,9 @@ supervisor_actor::behavior_type supervisor(
     [self](restart_atom) {
       if (self->state.restarting)
         start_group(self);
+    },
+    [self](drain_atom, caf::timespan wait) {
+      return drain_group(self, wait);
     },
   };
 }

@@ -643,6 +643,8 @@ void plan_and_claim(switchboard_ptr self, inbox_ref ref,
 /// tracked no longer.
 void renew_leases(switchboard_ptr self) {
   auto& st = self->state;
+  if (st.released)
+    return;
   for (auto& [ref, token] : st.tracker->leases()) {
     named_statement stmt{"inbox_renew",
                          {ref.request_id, std::to_string(ref.received_at_us),
@@ -670,6 +672,8 @@ void renew_leases(switchboard_ptr self) {
 /// Cold path: offers what the scanner found, as much as fits the queue.
 uint32_t enqueue_cold(switchboard_ptr self, std::vector<inbox_record>& recs) {
   auto& st = self->state;
+  if (st.released)
+    return 0;
   uint32_t taken = 0;
   for (auto& rec : recs) {
     inbox_ref ref{rec.context.request_id, rec.context.received_at_us};
@@ -822,6 +826,9 @@ switchboard_actor::behavior_type switchboard(switchboard_ptr self,
     },
     [self](enqueue_atom, std::vector<inbox_record>& recs) {
       return enqueue_cold(self, recs);
+    },
+    [self](drain_atom) {
+      return release_inbox_leases(self);
     },
     [self](deliver_atom, std::string& notify) -> caf::result<route_response> {
       auto rp = self->make_response_promise<route_response>();

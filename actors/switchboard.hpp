@@ -74,6 +74,9 @@ struct switchboard_state {
   /// `lease_s / 3` of them).
   uint64_t ticks = 0;
   switchboard_metrics metrics;
+  /// Clean shutdown: the inbox leases were handed back; none is renewed
+  /// and the cold path offers no more rows.
+  bool released = false;
 };
 
 using switchboard_ptr = switchboard_actor::stateful_pointer<switchboard_state>;
@@ -84,5 +87,10 @@ switchboard_actor::behavior_type switchboard(switchboard_ptr self,
                                              routing_settings routing,
                                              inbox_writer_actor writer,
                                              node_context_ptr ctx);
+
+/// Clean shutdown (`drain_atom`, defined in switchboard_drain.cpp): releases
+/// the inbox leases of every request tracked, fenced by token; answers how
+/// many rows were released.
+caf::result<uint32_t> release_inbox_leases(switchboard_ptr self);
 
 } // namespace butlers

@@ -61,6 +61,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(butlers, caf::first_custom_type_id)
   CAF_ADD_ATOM(butlers, butlers, delta_atom, "delta")
   CAF_ADD_ATOM(butlers, butlers, usage_atom, "usage")
   CAF_ADD_ATOM(butlers, butlers, worker_atom, "worker")
+  CAF_ADD_ATOM(butlers, butlers, drain_atom, "drain")
 
   // -- message types
   // -----------------------------------------------------------

@@ -147,6 +147,9 @@ switchboard_actor::behavior_type fake_switchboard(
     },
     [](retry_atom, const std::string&, const std::string&) {},
     [](caf::tick_atom) {},
+    [](drain_atom) {
+      return uint32_t{0};
+    },
     [](circuit_atom, const std::string&, bool) {},
     [](refill_atom, inbox_scanner_actor&) {},
   };

@@ -59,6 +59,9 @@ switchboard_actor::behavior_type holding_switchboard(
         held->on_tick();
       held->on_tick = nullptr;
     },
+    [](drain_atom) {
+      return uint32_t{0};
+    },
     [](circuit_atom, const std::string&, bool) {},
     [](refill_atom, inbox_scanner_actor&) {},
   };

@@ -50,6 +50,10 @@ butler_actor::behavior_type fake_butler(
       return worker_reply{};
     },
     [](worker_atom, uint64_t) {},
+    [](drain_atom, caf::timespan) {
+      return uint32_t{0};
+    },
+    [](drain_atom) {},
   };
 }
 
