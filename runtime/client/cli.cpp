@@ -304,14 +304,13 @@ class completion_tracker {
 
 /// Submits one line, waiting while its shard is full; false when the
 /// client refused it for good (spool failure, closed).
-bool submit_line(client& c, const std::string& line, uint64_t lineno,
-                 submit_result& r) {
+bool submit_line(client& c, const std::string& line, submit_result& r) {
   for (;;) {
     r = c.submit_ingest(line);
     if (r || r.error != submit_errc::queue_full)
       return r || r.error == submit_errc::invalid;
+    // The shards are full: wait for room (replay is the only producer).
     std::this_thread::sleep_for(milliseconds{5});
-    (void)lineno;
   }
 }
 
@@ -363,7 +362,7 @@ int run_replay(const common_args& a, const replay_args& ra) {
       continue;
     }
     submit_result r;
-    if (!submit_line(*c, line, lineno, r)) {
+    if (!submit_line(*c, line, r)) {
       std::cerr << "butlers-client: line " << lineno << ": "
                 << to_string(r.error) << ": " << r.message << "\n";
       write_progress(progress_path, spooled ? acked : tracker.done());

@@ -8,6 +8,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include "runtime/interruptible_sleep.hpp"
 #include "runtime/subprocess.hpp"
 
 namespace butlers::client {
@@ -35,13 +36,6 @@ std::string text_of(const rapidjson::Value& obj, const char* key) {
   if (i == obj.MemberEnd() || !i->value.IsString())
     return {};
   return {i->value.GetString(), i->value.GetStringLength()};
-}
-
-/// Sleeps `d` unless `stop` turns true first.
-void nap(milliseconds d, const std::atomic<bool>& stop) {
-  auto until = std::chrono::steady_clock::now() + d;
-  while (!stop && std::chrono::steady_clock::now() < until)
-    std::this_thread::sleep_for(milliseconds{20});
 }
 
 } // namespace
@@ -151,7 +145,7 @@ void worker::loop(const std::atomic<bool>& stop) {
       log("recv_failed", {},
           r.transport_error ? r.error
                             : std::to_string(r.status) + " " + r.body);
-      nap(r.retry_after ? *r.retry_after : backoff, stop);
+      sleep_unless_stopped(r.retry_after ? *r.retry_after : backoff, &stop);
       backoff = std::min(backoff * 2, milliseconds{5000});
       continue;
     }
