@@ -28,6 +28,19 @@ build() {
 # the kernel's ephemeral range: a port in that range can be the local end of
 # an outgoing connection at any moment, and then a server cannot bind it
 # ("Address already in use") although nothing listens there.
+# Builds butlers-node and the benchmark program $1 in $2 (without
+# sanitizers) and sets node_bin and bench_bin to them.
+build_node_and_bench() {
+  local name=$1 dir=$2
+  log "building butlers-node and $name in $dir"
+  BUILD_TARGET=butlers-node build "$dir" -DBUTLERS_SANITIZE=
+  BUILD_TARGET="$name" build "$dir" -DBUTLERS_SANITIZE=
+  node_bin="$dir/butlers-node"
+  bench_bin=$(find "$dir" -name "$name" -type f -perm -u+x | head -n 1)
+  [ -x "$node_bin" ] || die "no $node_bin after the build"
+  [ -n "$bench_bin" ] || die "no $name under $dir"
+}
+
 free_port() {
   local port lo=32768 span
   read -r lo _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true

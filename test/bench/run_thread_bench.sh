@@ -36,14 +36,7 @@ done
   die "--turn-ms takes 1..10000"
 
 "$ROOT/scripts/setup.sh"
-log "building butlers-node and butlers_thread_bench in $build_dir"
-BUILD_TARGET=butlers-node build "$build_dir" -DBUTLERS_SANITIZE=
-BUILD_TARGET=butlers_thread_bench build "$build_dir" -DBUTLERS_SANITIZE=
-node_bin="$build_dir/butlers-node"
-bench_bin=$(find "$build_dir" -name butlers_thread_bench -type f -perm -u+x |
-  head -n 1)
-[ -x "$node_bin" ] || die "no $node_bin after the build"
-[ -n "$bench_bin" ] || die "no butlers_thread_bench under $build_dir"
+build_node_and_bench butlers_thread_bench "$build_dir"
 
 echo "## (a) idle thread actors"
 echo
