@@ -7,6 +7,8 @@ set -euo pipefail
 packages=(
   # toolchain
   build-essential cmake pkg-config ccache clang-format clang-tidy
+  # clang with libFuzzer and its sanitizer runtimes: scripts/fuzz.sh (test/fuzz)
+  clang libclang-rt-14-dev
   # libraries (Debian 12: CAF 0.17.6, libpqxx 6.4.5, RapidJSON 1.1)
   libcaf-dev libssl-dev libpqxx-dev libpq-dev rapidjson-dev
   librestinio-dev libasio-dev libhttp-parser-dev libfmt-dev
