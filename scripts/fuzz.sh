@@ -13,11 +13,12 @@
 # exec/s, coverage (libFuzzer's final cov: and ft:) and crashes. Exits
 # non-zero when any target found a crash, leak, hang or OOM, after printing
 # the path of the file that reproduces it (run the target binary on it).
+# BUTLERS_FUZZ_BUILD_DIR overrides build-fuzz/.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 fuzz_dir="$ROOT/test/fuzz"
-build_dir="$ROOT/build-fuzz"
+build_dir="${BUTLERS_FUZZ_BUILD_DIR:-$ROOT/build-fuzz}"
 
 targets=(ingest_fast ingest_full ingest_diff schema turn_body cli_output
          claude_stream codex_app_server cli_router route config cron sse

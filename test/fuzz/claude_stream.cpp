@@ -1,17 +1,17 @@
 // Claude Code stream-json lines (runtime/claude_stream.cpp): every line of
 // the input goes through parse_claude_line, as the session reads them.
 
+#include "runtime/claude_stream.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
-
-#include "runtime/claude_stream.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view in(reinterpret_cast<const char*>(data), size);
   while (true) {
     auto nl = in.find('\n');
-    (void) butlers::parse_claude_line(in.substr(0, nl));
+    (void)butlers::parse_claude_line(in.substr(0, nl));
     if (nl == std::string_view::npos)
       break;
     in.remove_prefix(nl + 1);

@@ -2,12 +2,13 @@
 // plan_from_cli_answer): JSON extraction from free text, router_plan.v1
 // validation, then the plan's own checks against the message and registry.
 
+#include "runtime/cli_router.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 #include <vector>
 
-#include "runtime/cli_router.hpp"
 #include "runtime/messages.hpp"
 
 namespace {
@@ -29,8 +30,8 @@ std::vector<butlers::registry_entry> make_registry() {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const auto registry = make_registry();
-  static constexpr std::string_view text
-    = "Book a meeting with Ana on Friday. Also remind me to call the doctor.";
+  static constexpr std::string_view text = "Book a meeting with Ana on Friday. "
+                                           "Also remind me to call the doctor.";
   std::string_view answer(reinterpret_cast<const char*>(data), size);
   auto plan = butlers::plan_from_cli_answer(answer, text, registry);
   // A plan always routes somewhere: on failure, one general segment.

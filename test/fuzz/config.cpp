@@ -2,12 +2,12 @@
 // parse_config, then validate_settings and config_warnings), not raw toml++:
 // what check-config and the node run on a config file.
 
+#include "runtime/config.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
-
-#include "runtime/config.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
@@ -15,10 +15,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (r.settings.has_value() == !r.errors.empty())
     __builtin_trap();
   for (const auto& e : r.errors)
-    (void) e.to_string();
+    (void)e.to_string();
   if (r.settings) {
-    (void) butlers::validate_settings(*r.settings);
-    (void) butlers::config_warnings(*r.settings);
+    (void)butlers::validate_settings(*r.settings);
+    (void)butlers::config_warnings(*r.settings);
   }
   return 0;
 }

@@ -1,13 +1,13 @@
 // Cron expressions (runtime/cron.cpp): parse, then the next match after a
 // fixed instant (bounded to five years by the implementation).
 
+#include "runtime/cron.hpp"
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
-
-#include "runtime/cron.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view expr(reinterpret_cast<const char*>(data), size);

@@ -20,7 +20,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view in(reinterpret_cast<const char*>(data + 1), size - 1);
   butlers::model_stream s(api, 1 << 16);
   std::string deltas;
-  auto on_delta = [&deltas](std::string_view d) { deltas.append(d); };
+  auto on_delta = [&deltas](std::string_view d) {
+    deltas.append(d);
+  };
   std::string_view rest = in;
   bool ok = true;
   while (ok && !rest.empty()) {
@@ -30,7 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (ok && deltas != s.state().text)
     __builtin_trap();
-  (void) s.complete();
-  (void) butlers::model_error_text(in);
+  (void)s.complete();
+  (void)butlers::model_error_text(in);
   return 0;
 }

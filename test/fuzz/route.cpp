@@ -3,12 +3,12 @@
 // parse_route (with read_notify of an accepted notify_request) or
 // parse_route_response.
 
+#include "runtime/route.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
-
-#include "runtime/route.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1)
@@ -29,6 +29,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   if (!env.notify_request.empty())
-    (void) butlers::read_notify(env.notify_request);
+    (void)butlers::read_notify(env.notify_request);
   return 0;
 }

@@ -3,6 +3,8 @@
 // instance, parsed with the project's json::parse limits as every caller
 // does.
 
+#include "runtime/schema.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -10,7 +12,6 @@
 #include <vector>
 
 #include "runtime/json.hpp"
-#include "runtime/schema.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::vector<std::string> names = butlers::schema::names();

@@ -3,13 +3,13 @@
 // arrives split anywhere. The events must not depend on the split: the
 // same bytes fed whole give the same events.
 
+#include "runtime/sse.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include "runtime/sse.hpp"
 
 namespace {
 

@@ -11,7 +11,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view body(reinterpret_cast<const char*>(data), size);
   butlers::thread_turn turn;
   auto err = butlers::parse_turn_body(body, turn);
-  (void) err;
-  (void) butlers::valid_thread_id(body);
+  (void)err;
+  (void)butlers::valid_thread_id(body);
   return 0;
 }

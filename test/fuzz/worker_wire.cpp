@@ -1,11 +1,11 @@
 // The worker wire (runtime/worker_wire.cpp): request bodies of recv, ack,
 // nack and extend (first byte: the op), and the verb of a work path.
 
+#include "runtime/worker_wire.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
-
-#include "runtime/worker_wire.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1)
@@ -13,8 +13,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto op = static_cast<butlers::worker_op>(data[0] % 4);
   std::string_view body(reinterpret_cast<const char*>(data + 1), size - 1);
   butlers::worker_call call;
-  (void) butlers::parse_worker_body(op, body, call);
+  (void)butlers::parse_worker_body(op, body, call);
   butlers::worker_op verb;
-  (void) butlers::parse_worker_verb(body, verb);
+  (void)butlers::parse_worker_verb(body, verb);
   return 0;
 }
