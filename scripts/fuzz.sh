@@ -98,7 +98,9 @@ for t in "${run[@]}"; do
     find "$work/artifacts" -type f -printf "$(basename "$0"): crash file: %p\n" >&2
     grep -m3 -E '^(==[0-9]+==ERROR|SUMMARY|.*runtime error)' "$work/log" >&2 || true
   fi
-  rows+=("| $t | ${execs:-?} | ${rate:-?} | ${cov:-?} | ${ft:-?} | $found |")
+  result=$found
+  [ "$rc" -ne 0 ] && [ "$found" -eq 0 ] && result="failed (exit $rc)"
+  rows+=("| $t | ${execs:-?} | ${rate:-?} | ${cov:-?} | ${ft:-?} | $result |")
 done
 
 echo
