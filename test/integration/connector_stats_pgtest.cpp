@@ -11,6 +11,9 @@
 // 10 min ago; what /api/connectors says is the node's real read.
 
 #include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -356,6 +359,46 @@ TEST_F(ConnectorStats, HeartbeatIsAnsweredBeforeItsWriteAndTheQueueIsBounded) {
                   != std::string::npos;
     },
     5s));
+}
+
+TEST_F(ConnectorStats, InProcessConnectorsHeartbeatThroughTheSameQueue) {
+  use_files("connstats");
+  auto path = dir_ + "/replay.jsonl";
+  {
+    std::ofstream out{path};
+    out << R"({"schema_version":"ingest.v1","source":{"channel":"api",)"
+           R"("provider":"internal","endpoint_identity":"replay"},)"
+           R"("event":{"external_event_id":"e1",)"
+           R"("observed_at":"2026-11-23T12:00:00Z"},)"
+           R"("sender":{"identity":"user-1"},)"
+           R"("payload":{"raw":{},"normalized_text":"one line"}})"
+        << "\n";
+  }
+  start("[connectors]\nheartbeat_s = 1\n[[connector]]\nname = \"replay\"\n"
+        "type = \"jsonl\"\nendpoint_identity = \"replay-file\"\npath = \""
+        + path + "\"\npoll_ms = 50\n");
+  // Registered by its first heartbeat; counts the line it stored.
+  ASSERT_TRUE(eventually(
+    [&] {
+      return sql1("SELECT counter_messages_ingested FROM connector_registry "
+                  "WHERE connector_type = 'jsonl' AND endpoint_identity = "
+                  "'replay-file'")
+             == "1";
+    },
+    20s))
+    << node_->log();
+  auto one = get_json("/api/connectors/jsonl/replay-file");
+  EXPECT_EQ(str(one["data"], "liveness"), "online");
+  EXPECT_EQ(str(one["data"], "state"), "healthy");
+  // Every heartbeat_s another one.
+  EXPECT_TRUE(eventually(
+    [&] {
+      return std::atoi(sql1("SELECT count(*) FROM connector_heartbeat_log "
+                            "WHERE connector_type = 'jsonl'")
+                         .c_str())
+             >= 3;
+    },
+    20s));
 }
 
 } // namespace

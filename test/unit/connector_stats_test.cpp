@@ -5,6 +5,9 @@
 // deltas are SQL (connector_counter_delta) and are shown by
 // connector_stats_pgtest.
 
+#include <fstream>
+#include <sstream>
+
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
 
@@ -100,6 +103,36 @@ TEST(Heartbeat, AValidBodyBecomesTheStatementKeyedByConnector) {
   EXPECT_EQ(s.params[7], R"({"messages_ingested":10,"messages_failed":1})");
   EXPECT_EQ(s.params[11], "77");
   EXPECT_EQ(s.key, "heartbeat:telegram/bot-1");
+}
+
+std::string fixture(const std::string& name) {
+  std::ifstream in{std::string{BUTLERS_SOURCE_DIR}
+                   + "/test/fixtures/connector_heartbeat/" + name};
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(Heartbeat, TheUpstreamExamplesAreAccepted) {
+  auto full = parse_heartbeat(fixture("upstream_example.json"), 1);
+  ASSERT_TRUE(full.stmt) << full.refusal.body;
+  EXPECT_EQ(full.stmt->params[0], "telegram_bot");
+  EXPECT_EQ(full.stmt->params[1], "bot-123456");
+  EXPECT_EQ(full.stmt->params[2], "550e8400-e29b-41d4-a716-446655440000");
+  EXPECT_EQ(full.stmt->params[3], "1.2.0");
+  EXPECT_EQ(full.stmt->params[6], "86400");
+  EXPECT_EQ(full.stmt->params[8], "987654321");
+  EXPECT_EQ(full.stmt->params[9], "2026-02-16T11:58:00Z");
+  EXPECT_EQ(full.stmt->params[10], "2026-02-16T12:00:00Z");
+  rapidjson::Document counters;
+  ASSERT_FALSE(json::parse(full.stmt->params[7], counters));
+  EXPECT_EQ(counters["dedupe_accepted"].GetInt(), 150);
+  auto minimal = parse_heartbeat(fixture("degraded_minimal.json"), 1);
+  ASSERT_TRUE(minimal.stmt) << minimal.refusal.body;
+  EXPECT_EQ(minimal.stmt->params[4], "degraded");
+  EXPECT_EQ(minimal.stmt->params[5], "source API rate limited");
+  EXPECT_EQ(minimal.stmt->params[6], "");
+  EXPECT_EQ(minimal.stmt->params[8], "");
 }
 
 TEST(Heartbeat, ABadBodyIsRefusedNamingTheField) {
