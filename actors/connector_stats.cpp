@@ -18,6 +18,8 @@ using stats_ptr = connector_stats_actor::stateful_pointer<
 
 using sys_clock = std::chrono::system_clock;
 
+void ensure_partitions(stats_ptr self);
+
 /// Timer kinds (the low two bits of a timer token).
 enum timer_kind : uint64_t {
   hourly_timer = 0,
@@ -195,6 +197,27 @@ void refresh_gauge(stats_ptr self) {
       [](const caf::error&) {});
 }
 
+/// Creates the heartbeat log's partitions for this month and the next (at
+/// start, and on every gauge tick until it worked once: the writer may not
+/// be connected yet; the hourly and retention runs keep doing it).
+void ensure_partitions(stats_ptr self) {
+  auto& st = self->state;
+  self
+    ->request(st.writer, local_call, exec_atom_v,
+              named_statement{"connector_partitions_ensure",
+                              {rollup_time(sys_clock::now())},
+                              "connector_stats"})
+    .then(
+      [self](named_result& r) {
+        self->state.partitions_ensured = r.ok;
+        for (auto& row : r.rows)
+          if (!row.empty())
+            spdlog::info("connector heartbeat log: created partition {}",
+                         row[0]);
+      },
+      [](const caf::error&) {});
+}
+
 } // namespace
 
 std::string rollup_time(std::chrono::system_clock::time_point t) {
@@ -216,19 +239,7 @@ connector_stats_actor::behavior_type connector_stats(
   st.daily_cron = cron_schedule::parse("15 0 * * *", nullptr);
   // The heartbeat log's partitions for this month and the next, whatever
   // the rollup setting: heartbeats are stored either way.
-  self
-    ->request(st.writer, local_call, exec_atom_v,
-              named_statement{"connector_partitions_ensure",
-                              {rollup_time(sys_clock::now())},
-                              "connector_stats"})
-    .then(
-      [](named_result& r) {
-        for (auto& row : r.rows)
-          if (!row.empty())
-            spdlog::info("connector heartbeat log: created partition {}",
-                         row[0]);
-      },
-      [](const caf::error&) {});
+  ensure_partitions(self);
   if (st.cfg.rollups) {
     arm(self, hourly_timer);
     arm(self, daily_timer);
@@ -259,9 +270,11 @@ connector_stats_actor::behavior_type connector_stats(
       auto kind = static_cast<timer_kind>(token & 3);
       if (kind > gauge_timer || (token >> 2) != self->state.timers[kind])
         return;
-      if (kind == gauge_timer)
+      if (kind == gauge_timer) {
         refresh_gauge(self);
-      else
+        if (!self->state.partitions_ensured)
+          ensure_partitions(self);
+      } else
         scheduled(self, kind);
       arm(self, kind);
     },

@@ -31,6 +31,8 @@ struct connector_stats_state {
   /// Heartbeats handed to the writer and not yet answered: the queue that
   /// `cfg.heartbeat_queue` bounds.
   uint32_t queued = 0;
+  /// This month's and next month's heartbeat partitions exist.
+  bool partitions_ensured = false;
   /// "5 * * * *" (hourly rollup) and "15 0 * * *" (daily, fanout,
   /// retention), UTC.
   std::optional<cron_schedule> hourly_cron;

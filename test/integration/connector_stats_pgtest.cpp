@@ -367,7 +367,7 @@ TEST_F(ConnectorStats, InProcessConnectorsHeartbeatThroughTheSameQueue) {
   {
     std::ofstream out{path};
     out << R"({"schema_version":"ingest.v1","source":{"channel":"api",)"
-           R"("provider":"internal","endpoint_identity":"replay"},)"
+           R"("provider":"internal","endpoint_identity":"replay-file"},)"
            R"("event":{"external_event_id":"e1",)"
            R"("observed_at":"2026-11-23T12:00:00Z"},)"
            R"("sender":{"identity":"user-1"},)"
