@@ -3,6 +3,7 @@
 #include <map>
 
 #include "actors/http_bridge.hpp"
+#include "runtime/api_response.hpp"
 #include "runtime/http_checks.hpp"
 #include "runtime/json.hpp"
 #include "runtime/threads.hpp"
@@ -83,9 +84,8 @@ void dashboard_api::file(const http_call& call, http_responder& out,
 
 void dashboard_api::overview(const http_call&, http_responder& out,
                              const path_params&) {
-  out.now(json_reply(200, api_data_body(overview_->render(
-                            ctx_->metrics.samples(), settings_.node.name,
-                            unix_now_ms()))));
+  out.now(api_response(overview_->render(ctx_->metrics.samples(),
+                                          settings_.node.name, unix_now_ms())));
 }
 
 void dashboard_api::read_page(http_responder& out, named_statement stmt,
@@ -136,8 +136,8 @@ void dashboard_api::request(const http_call&, http_responder& out,
     sys_, hdl, timeout(),
     [answer, id](named_result& r) {
       if (!r.ok || r.rows.empty() || r.rows[0].empty())
-        return answer(error_reply(butlers_errc::not_found, "no request " + id));
-      answer(json_reply(200, api_data_body(r.rows[0][0])));
+        return answer(api_not_found_reply("request", id));
+      answer(api_response(r.rows[0][0]));
     },
     [answer](const caf::error& err) {
       answer(failure_reply(err));
@@ -155,8 +155,7 @@ void dashboard_api::butlers(const http_call&, http_responder& out,
     sys_, reg, timeout(),
     [answer, ctx = ctx_,
      node = settings_.node.name](std::vector<registry_entry>& xs) {
-      answer(json_reply(200, api_data_body(butlers_json(
-                               xs, ctx->metrics.samples(), node))));
+      answer(api_response(butlers_json(xs, ctx->metrics.samples(), node)));
     },
     [answer](const caf::error& err) {
       answer(failure_reply(err));

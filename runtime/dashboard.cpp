@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <map>
 
+#include "runtime/api_response.hpp"
 #include "runtime/embedded.hpp"
 #include "runtime/json.hpp"
 
@@ -150,75 +151,61 @@ std::optional<http_reply> dashboard_file(
 dashboard_page_query parse_dashboard_query(
   std::string_view query, const std::vector<std::string>& states) {
   dashboard_page_query out;
+  auto refuse = [&out](std::string_view key, std::string_view value,
+                       std::string allowed) {
+    out.bad = std::string{key};
+    out.bad_value = std::string{value};
+    out.allowed = std::move(allowed);
+  };
   size_t pos = 0;
   while (pos < query.size() && out.bad.empty()) {
     auto end = std::min(query.find('&', pos), query.size());
     auto part = query.substr(pos, end - pos);
     pos = end + 1;
-    if (part.empty())
-      continue;
     auto eq = part.find('=');
     auto key = part.substr(0, eq);
     auto raw = eq == std::string_view::npos ? std::string_view{}
                                             : part.substr(eq + 1);
     auto value = url_decode(raw);
+    if (key != "offset" && key != "limit" && key != "q" && key != "state")
+      continue; // others are ignored, as browsers add their own
     if (!value) {
-      out.bad = std::string{key} + ": a broken percent escape";
+      refuse(key, raw, "percent-encoded text");
     } else if (key == "offset") {
       auto x = parse_count(*value);
       if (!x)
-        out.bad = "offset: a non-negative integer";
+        refuse(key, *value, "an integer >= 0");
       else
         out.offset = *x;
     } else if (key == "limit") {
       auto x = parse_count(*value);
       if (!x || *x < 1 || *x > dashboard_max_limit)
-        out.bad = "limit: an integer in 1..200";
+        refuse(key, *value, "an integer in 1..200");
       else
         out.limit = *x;
     } else if (key == "q") {
       if (value->size() > 128)
-        out.bad = "q: at most 128 characters";
+        refuse(key, value->substr(0, 16) + "...", "at most 128 characters");
       else
         out.q = *value;
-    } else if (key == "state") {
-      if (std::find(states.begin(), states.end(), *value) == states.end()) {
-        std::string all;
-        for (auto& s : states)
-          all += (all.empty() ? "" : ", ") + s;
-        out.bad = "state: one of " + (all.empty() ? "(none)" : all);
-      } else {
-        out.state = *value;
-      }
+    } else if (std::find(states.begin(), states.end(), *value)
+               == states.end()) {
+      std::string all;
+      for (auto& s : states)
+        all += (all.empty() ? "" : ", ") + s;
+      refuse(key, *value, all.empty() ? "nothing here" : "one of " + all);
+    } else {
+      out.state = *value;
     }
-    // Other parameters are ignored, as browsers add their own.
   }
   return out;
 }
 
 http_reply dashboard_query_reply(const dashboard_page_query& q) {
-  return validation_reply("bad query parameter " + q.bad);
+  return bad_query_param_reply(q.bad, q.bad_value, q.allowed);
 }
 
 // -- answer wrappers ------------------------------------------------------------
-
-std::string api_data_body(std::string_view data) {
-  std::string out = R"({"data":)";
-  out += data;
-  out += R"(,"meta":{}})";
-  return out;
-}
-
-std::string api_page_body(std::string_view items, int64_t total,
-                          int64_t offset, int64_t limit) {
-  std::string out = R"({"data":)";
-  out += items;
-  out += R"(,"meta":{"total":)" + std::to_string(total)
-         + R"(,"offset":)" + std::to_string(offset) + R"(,"limit":)"
-         + std::to_string(limit) + R"(,"has_more":)"
-         + (offset + limit < total ? "true" : "false") + "}}";
-  return out;
-}
 
 std::optional<std::string> api_page_from_read(std::string_view doc,
                                               int64_t offset, int64_t limit) {
@@ -230,8 +217,8 @@ std::optional<std::string> api_page_from_read(std::string_view doc,
   if (items == d.MemberEnd() || !items->value.IsArray()
       || total == d.MemberEnd() || !total->value.IsInt64())
     return std::nullopt;
-  return api_page_body(json::to_string(items->value), total->value.GetInt64(),
-                       offset, limit);
+  return paginated_body(json::to_string(items->value),
+                        page_meta{total->value.GetInt64(), offset, limit});
 }
 
 // -- overview -------------------------------------------------------------------

@@ -41,8 +41,11 @@ struct dashboard_page_query {
   int64_t limit = 50;
   std::string q;
   std::string state;
-  /// The first parameter that was refused, with why; empty when none.
+  /// The first parameter that was refused (empty when none), the value it
+  /// had and what it takes.
   std::string bad;
+  std::string bad_value;
+  std::string allowed;
 };
 
 /// The largest `limit` a list endpoint accepts.
@@ -54,18 +57,11 @@ constexpr int64_t dashboard_max_limit = 200;
 dashboard_page_query parse_dashboard_query(
   std::string_view query, const std::vector<std::string>& states = {});
 
-/// 400 naming the parameter `parse_dashboard_query` refused.
+/// 400 naming the parameter `parse_dashboard_query` refused, its value and
+/// what it takes (runtime/api_response.hpp `bad_query_param_reply`).
 http_reply dashboard_query_reply(const dashboard_page_query& q);
 
-// -- answer wrappers ------------------------------------------------------------
-
-/// `{"data":<data>,"meta":{}}` (ApiResponse).
-std::string api_data_body(std::string_view data);
-
-/// `{"data":<items>,"meta":{"total","offset","limit","has_more"}}`
-/// (PaginatedResponse).
-std::string api_page_body(std::string_view items, int64_t total,
-                          int64_t offset, int64_t limit);
+// -- answer wrappers -----------------------------------------------------------
 
 /// The first column of the first row of a read, `{"items":[...],"total":N}`
 /// built in SQL, as a PaginatedResponse; nothing when it does not parse.

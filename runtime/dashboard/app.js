@@ -427,10 +427,11 @@
       h("h1", {}, "Connectors"),
       table([
         ["Connector", (c) => h("span", { class: "connector-name" }, c.connector_type + " / " + c.endpoint_identity)],
-        ["Liveness", (c) => badge(c.liveness || c.state)],
+        ["Liveness", (c) => badge(c.liveness)],
+        ["Reports", (c) => badge(c.state)],
         ["Last heartbeat", (c) => when(c.last_heartbeat_at)],
         ["Today", (c) => countersOf(c)],
-        ["Errors", (c) => c.last_error || c.error || "—"],
+        ["Last error", (c) => c.error_message || "—"],
       ], xs, "No connector has sent a heartbeat yet."),
       h("p", { class: "muted" }, "Liveness from the last heartbeat: online under 2 min, stale 2–4 min, offline beyond."));
   }

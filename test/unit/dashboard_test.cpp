@@ -69,9 +69,8 @@ TEST(Dashboard, ListQueriesAreBoundedAndNameWhatTheyRefuse) {
                    "offset=9999999999", "q=%zz"}) {
     SCOPED_TRACE(bad);
     auto r = parse_dashboard_query(bad);
-    ASSERT_FALSE(r.bad.empty());
     auto key = std::string{bad}.substr(0, std::string{bad}.find('='));
-    EXPECT_EQ(r.bad.substr(0, key.size()), key);
+    EXPECT_EQ(r.bad, key);
     auto reply = dashboard_query_reply(r);
     EXPECT_EQ(reply.status, 400);
     EXPECT_NE(reply.body.find(key), std::string::npos) << reply.body;
@@ -79,18 +78,13 @@ TEST(Dashboard, ListQueriesAreBoundedAndNameWhatTheyRefuse) {
   auto s = parse_dashboard_query("state=open", {"open", "replayed"});
   EXPECT_EQ(s.state, "open");
   s = parse_dashboard_query("state=gone", {"open", "replayed"});
-  EXPECT_EQ(s.bad, "state: one of open, replayed");
+  EXPECT_EQ(s.bad, "state");
+  EXPECT_EQ(s.bad_value, "gone");
+  EXPECT_EQ(s.allowed, "one of open, replayed");
   EXPECT_FALSE(parse_dashboard_query("state=open").bad.empty());
 }
 
-TEST(Dashboard, WrapsAnswersAsApiAndPaginatedResponses) {
-  EXPECT_EQ(api_data_body(R"({"a":1})"), R"({"data":{"a":1},"meta":{}})");
-  EXPECT_EQ(api_page_body("[1,2]", 5, 0, 2),
-            R"({"data":[1,2],"meta":{"total":5,"offset":0,"limit":2,)"
-            R"("has_more":true}})");
-  EXPECT_EQ(api_page_body("[5]", 5, 4, 2),
-            R"({"data":[5],"meta":{"total":5,"offset":4,"limit":2,)"
-            R"("has_more":false}})");
+TEST(Dashboard, ReadsPagesAsPaginatedResponses) {
   auto page = api_page_from_read(R"({"items":[{"x":1}],"total":3})", 0, 1);
   ASSERT_TRUE(page);
   rapidjson::Document d;
