@@ -336,10 +336,11 @@
   /// Reads the summary event stream with fetch(), which can send the
   /// Authorization header (EventSource cannot), and hands each event's
   /// type and parsed data to `onEvent`.
-  async function readEvents(path, signal, onEvent) {
+  async function readEvents(path, signal, onOpen, onEvent) {
     const r = await fetch(path, { headers: headers({ Accept: "text/event-stream" }), signal: signal });
     if (r.status === 401) throw new AuthError("token needed");
     if (!r.ok || !r.body) throw new Error("event stream: HTTP " + r.status);
+    onOpen();
     const reader = r.body.getReader();
     const decoder = new TextDecoder();
     let buf = "";
@@ -386,8 +387,7 @@
     const run = async () => {
       while (!ctl.signal.aborted) {
         try {
-          state.textContent = "Live: summary stream connected.";
-          await readEvents("/v1/events/summary", ctl.signal, (type, data) => {
+          await readEvents("/v1/events/summary", ctl.signal, () => { state.textContent = "Live: summary stream connected."; }, (type, data) => {
             if (type === "summary" && data && data.thread_id) {
               threads.set(data.thread_id, data);
               draw();
