@@ -85,7 +85,7 @@ void dashboard_api::file(const http_call& call, http_responder& out,
 void dashboard_api::overview(const http_call&, http_responder& out,
                              const path_params&) {
   out.now(api_response(overview_->render(ctx_->metrics.samples(),
-                                          settings_.node.name, unix_now_ms())));
+                                         settings_.node.name, unix_now_ms())));
 }
 
 void dashboard_api::read_page(http_responder& out, named_statement stmt,

@@ -146,7 +146,8 @@ std::optional<http_reply> dashboard_file(
   return r;
 }
 
-// -- list queries ---------------------------------------------------------------
+// -- list queries
+// ---------------------------------------------------------------
 
 dashboard_page_query parse_dashboard_query(
   std::string_view query, const std::vector<std::string>& states) {
@@ -205,7 +206,8 @@ http_reply dashboard_query_reply(const dashboard_page_query& q) {
   return bad_query_param_reply(q.bad, q.bad_value, q.allowed);
 }
 
-// -- answer wrappers ------------------------------------------------------------
+// -- answer wrappers
+// ------------------------------------------------------------
 
 std::optional<std::string> api_page_from_read(std::string_view doc,
                                               int64_t offset, int64_t limit) {
@@ -221,7 +223,8 @@ std::optional<std::string> api_page_from_read(std::string_view doc,
                         page_meta{total->value.GetInt64(), offset, limit});
 }
 
-// -- overview -------------------------------------------------------------------
+// -- overview
+// -------------------------------------------------------------------
 
 dashboard_overview::dashboard_overview(size_t max_samples, int64_t min_gap_ms)
   : max_samples_(std::max<size_t>(2, max_samples)), min_gap_ms_(min_gap_ms) {
@@ -283,7 +286,8 @@ std::string dashboard_overview::render(
         return std::string{buf};
       };
       rates = R"({"window_s":)" + std::to_string((now_ms - from->at_ms) / 1000)
-              + R"(,"received_per_min":)" + per_min(now.received - from->received)
+              + R"(,"received_per_min":)"
+              + per_min(now.received - from->received)
               + R"(,"completed_per_min":)"
               + per_min(now.completed - from->completed)
               + R"(,"errored_per_min":)" + per_min(now.errored - from->errored)
@@ -308,10 +312,9 @@ std::string dashboard_overview::render(
   return R"({"node":)" + json::quote(std::string{node_name})
          + R"(,"at_unix_ms":)" + std::to_string(now_ms)
          + R"(,"totals":{"received":)" + std::to_string(now.received)
-         + R"(,"completed":)" + std::to_string(now.completed)
-         + R"(,"errored":)" + std::to_string(now.errored)
-         + R"(,"cancelled":)" + std::to_string(total(lc + "cancelled"))
-         + R"(,"deduplicated":)"
+         + R"(,"completed":)" + std::to_string(now.completed) + R"(,"errored":)"
+         + std::to_string(now.errored) + R"(,"cancelled":)"
+         + std::to_string(total(lc + "cancelled")) + R"(,"deduplicated":)"
          + std::to_string(total("butlers_switchboard_message_deduplicated"))
          + R"(,"dead_letters":)"
          + std::to_string(total("butlers_switchboard_dead_letters_total"))

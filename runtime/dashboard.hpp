@@ -32,7 +32,8 @@ extern const char* const dashboard_csp;
 std::optional<http_reply> dashboard_file(
   std::string_view path, std::optional<std::string_view> if_none_match);
 
-// -- list queries ---------------------------------------------------------------
+// -- list queries
+// ---------------------------------------------------------------
 
 /// The paging and filters of a list endpoint: `offset` (>= 0), `limit`
 /// (1..200, default 50), `q` (a request id to look for) and `state`.
@@ -61,14 +62,16 @@ dashboard_page_query parse_dashboard_query(
 /// what it takes (runtime/api_response.hpp `bad_query_param_reply`).
 http_reply dashboard_query_reply(const dashboard_page_query& q);
 
-// -- answer wrappers -----------------------------------------------------------
+// -- answer wrappers
+// -----------------------------------------------------------
 
 /// The first column of the first row of a read, `{"items":[...],"total":N}`
 /// built in SQL, as a PaginatedResponse; nothing when it does not parse.
 std::optional<std::string> api_page_from_read(std::string_view doc,
                                               int64_t offset, int64_t limit);
 
-// -- overview -------------------------------------------------------------------
+// -- overview
+// -------------------------------------------------------------------
 
 /// The node's numbers as the overview shows them, from its metrics: totals
 /// since start, rates per minute over the last few minutes (from samples

@@ -245,7 +245,7 @@
       h("h1", {}, "Request ", h("span", { class: "mono", id: "request-id" }, r.request_id)),
       h("div", { class: "cards" },
         card("State", badge(r.lifecycle_state), r.error_class ? r.error_class + (r.error_message ? ": " + r.error_message : "") : null, "request-state"),
-        card("Received", when(r.received_at), r.request_context ? r.request_context.source_channel + " from " + r.request_context.source_sender_identity : null),
+        card("Received", h("span", { class: "small" }, when(r.received_at)), r.request_context ? r.request_context.source_channel + " from " + r.request_context.source_sender_identity : null),
         card("Attempts", r.attempts, r.plan ? "router " + r.plan.router + ", " + r.plan.fanout_mode : null),
         card("Tokens", r.usage ? r.usage.total_tokens : "—", r.usage && r.usage.cost_usd !== null ? "$" + r.usage.cost_usd : null)),
       r.lifecycle_state === "errored" ? replayForm(r.request_id, () => route()) : null,

@@ -76,8 +76,8 @@ std::unique_ptr<cdp_client> cdp_client::launch(const std::string& chromium,
     argv.push_back(a.data());
   argv.push_back(nullptr);
   std::unique_ptr<cdp_client> c{new cdp_client};
-  int rc = ::posix_spawn(&c->pid_, chromium.c_str(), &fa, nullptr,
-                         argv.data(), environ);
+  int rc = ::posix_spawn(&c->pid_, chromium.c_str(), &fa, nullptr, argv.data(),
+                         environ);
   posix_spawn_file_actions_destroy(&fa);
   ::close(in[0]);
   ::close(out[1]);
@@ -105,8 +105,11 @@ cdp_client::~cdp_client() {
     ::close(to_browser_);
   }
   if (pid_ > 0) {
-    if (!eventually([this] { return ::waitpid(pid_, nullptr, WNOHANG) == pid_; },
-                    std::chrono::seconds{20}, std::chrono::milliseconds{50})) {
+    if (!eventually(
+          [this] {
+            return ::waitpid(pid_, nullptr, WNOHANG) == pid_;
+          },
+          std::chrono::seconds{20}, std::chrono::milliseconds{50})) {
       ::kill(pid_, SIGKILL);
       ::waitpid(pid_, nullptr, 0);
     }
@@ -168,8 +171,7 @@ void cdp_client::read_loop() {
   cv_.notify_all();
 }
 
-cdp_reply cdp_client::call(const std::string& method,
-                           const std::string& params,
+cdp_reply cdp_client::call(const std::string& method, const std::string& params,
                            const std::string& session,
                            std::chrono::milliseconds timeout) {
   int64_t id = 0;

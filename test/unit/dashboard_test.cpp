@@ -2,11 +2,10 @@
 // embedded files with their headers, the list query parameters, the answer
 // wrappers and the overview computed from metrics.
 
-#include "runtime/dashboard.hpp"
-
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
 
+#include "runtime/dashboard.hpp"
 #include "runtime/json.hpp"
 
 namespace butlers {
