@@ -68,7 +68,7 @@ dashboard_api::dashboard_api(caf::actor_system& sys,
                              const node_settings& settings,
                              node_context_ptr ctx)
   : sys_(sys), settings_(settings), ctx_(std::move(ctx)),
-    overview_(std::make_unique<dashboard_overview>()) {
+    overview_(std::make_unique<dashboard_overview>(unix_now_ms())) {
   // nop
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <map>
 
 #include "runtime/api_response.hpp"
@@ -226,9 +227,11 @@ std::optional<std::string> api_page_from_read(std::string_view doc,
 // -- overview
 // -------------------------------------------------------------------
 
-dashboard_overview::dashboard_overview(size_t max_samples, int64_t min_gap_ms)
+dashboard_overview::dashboard_overview(int64_t started_ms, size_t max_samples,
+                                       int64_t min_gap_ms)
   : max_samples_(std::max<size_t>(2, max_samples)), min_gap_ms_(min_gap_ms) {
-  // nop
+  if (started_ms >= 0)
+    points_.push_back(point{started_ms, 0, 0, 0});
 }
 
 std::string dashboard_overview::render(
@@ -264,36 +267,7 @@ std::string dashboard_overview::render(
   const std::string lc = "butlers_switchboard_lifecycle_transition:";
   point now{now_ms, total("butlers_switchboard_message_received"),
             total(lc + "parsed"), total(lc + "errored")};
-  std::string rates = "null";
-  {
-    std::lock_guard<std::mutex> guard{mtx_};
-    if (points_.empty() || now_ms - points_.back().at_ms >= min_gap_ms_) {
-      points_.push_back(now);
-      while (points_.size() > max_samples_)
-        points_.pop_front();
-    }
-    // Over the last five minutes, from the oldest sample inside them.
-    auto from = std::find_if(points_.begin(), points_.end(),
-                             [now_ms](const point& p) {
-                               return now_ms - p.at_ms <= 300000;
-                             });
-    if (from != points_.end() && now_ms - from->at_ms >= 1000) {
-      double minutes = static_cast<double>(now_ms - from->at_ms) / 60000.0;
-      auto per_min = [minutes](int64_t d) {
-        char buf[32];
-        std::snprintf(buf, sizeof(buf), "%.2f",
-                      static_cast<double>(d) / minutes);
-        return std::string{buf};
-      };
-      rates = R"({"window_s":)" + std::to_string((now_ms - from->at_ms) / 1000)
-              + R"(,"received_per_min":)"
-              + per_min(now.received - from->received)
-              + R"(,"completed_per_min":)"
-              + per_min(now.completed - from->completed)
-              + R"(,"errored_per_min":)" + per_min(now.errored - from->errored)
-              + "}";
-    }
-  }
+  auto rates = sample(now);
   std::string open = "[";
   std::string rows = "[";
   for (auto& [name, b] : butlers) {
@@ -327,6 +301,38 @@ std::string dashboard_overview::render(
          + R"(},"queues":{"buffer":)"
          + std::to_string(total("butlers_buffer_queue_depth"))
          + R"(},"open_circuits":)" + open + R"(,"butlers":)" + rows + "}";
+}
+
+std::string dashboard_overview::sample(const point& now) {
+  auto now_ms = now.at_ms;
+  std::lock_guard<std::mutex> guard{mtx_};
+  if (points_.empty() || now_ms - points_.back().at_ms >= min_gap_ms_) {
+    points_.push_back(now);
+    while (points_.size() > max_samples_)
+      points_.pop_front();
+  }
+  // Over the last five minutes, from the oldest sample inside them; when
+  // none is old enough (sparse polling), from the one before.
+  auto from = std::find_if(points_.begin(), points_.end(),
+                           [now_ms](const point& p) {
+                             return now_ms - p.at_ms <= 300000;
+                           });
+  if (from != points_.begin()
+      && (from == points_.end() || now_ms - from->at_ms < 1000))
+    from = std::prev(from);
+  if (from == points_.end() || now_ms - from->at_ms < 1000)
+    return "null";
+  double minutes = static_cast<double>(now_ms - from->at_ms) / 60000.0;
+  auto per_min = [minutes](int64_t d) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%.2f", static_cast<double>(d) / minutes);
+    return std::string{buf};
+  };
+  return R"({"window_s":)" + std::to_string((now_ms - from->at_ms) / 1000)
+         + R"(,"received_per_min":)" + per_min(now.received - from->received)
+         + R"(,"completed_per_min":)" + per_min(now.completed - from->completed)
+         + R"(,"errored_per_min":)" + per_min(now.errored - from->errored)
+         + "}";
 }
 
 } // namespace butlers

@@ -79,7 +79,10 @@ std::optional<std::string> api_page_from_read(std::string_view doc,
 /// queues, what is in flight, and each butler's slots, queue and circuit.
 class dashboard_overview {
  public:
-  explicit dashboard_overview(size_t max_samples = 64,
+  /// With `started_ms` (when the metrics were all zero, i.e. the node's
+  /// start) the first sample is that zero, so rates show from the first
+  /// call; without it (-1) they show from the second sample on.
+  explicit dashboard_overview(int64_t started_ms = -1, size_t max_samples = 64,
                               int64_t min_gap_ms = 2000);
 
   /// The overview's `data` as JSON, taking a sample at `now_ms`.
@@ -93,6 +96,10 @@ class dashboard_overview {
     int64_t completed;
     int64_t errored;
   };
+
+  /// Takes the sample `now` (unless the last is younger than
+  /// `min_gap_ms_`) and answers the rates JSON over the samples, or null.
+  std::string sample(const point& now);
 
   size_t max_samples_;
   int64_t min_gap_ms_;

@@ -114,7 +114,7 @@ TEST(Dashboard, OverviewComesFromTheMetricsWithRatesOverSamples) {
     .set(0);
   received.inc(10);
   parsed.inc(6);
-  dashboard_overview o{8, 1000};
+  dashboard_overview o{-1, 8, 1000};
   rapidjson::Document d;
   ASSERT_FALSE(json::parse(o.render(m.samples(), "n1", 1000000), d));
   EXPECT_STREQ(d["node"].GetString(), "n1");
@@ -144,6 +144,21 @@ TEST(Dashboard, OverviewComesFromTheMetricsWithRatesOverSamples) {
   EXPECT_DOUBLE_EQ(d["rates"]["received_per_min"].GetDouble(), 10.0);
   EXPECT_DOUBLE_EQ(d["rates"]["completed_per_min"].GetDouble(), 6.0);
   EXPECT_DOUBLE_EQ(d["rates"]["errored_per_min"].GetDouble(), 0.0);
+}
+
+TEST(Dashboard, OverviewRatesCountFromTheNodesStart) {
+  metrics_registry m;
+  m.get_counter("butlers_switchboard_message_received", "").inc(3);
+  // Started a minute ago with every counter at zero: 3 a minute at once.
+  dashboard_overview o{1000000, 8, 1000};
+  rapidjson::Document d;
+  ASSERT_FALSE(json::parse(o.render(m.samples(), "n1", 1060000), d));
+  ASSERT_TRUE(d["rates"].IsObject());
+  EXPECT_EQ(d["rates"]["window_s"].GetInt(), 60);
+  EXPECT_DOUBLE_EQ(d["rates"]["received_per_min"].GetDouble(), 3.0);
+  // Past five minutes, the start falls out of the window.
+  ASSERT_FALSE(json::parse(o.render(m.samples(), "n1", 1400000), d));
+  EXPECT_EQ(d["rates"]["window_s"].GetInt(), 340);
 }
 
 } // namespace
