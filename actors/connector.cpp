@@ -368,7 +368,12 @@ connector_actor::behavior_type connector(
   self->attach_functor([stop = st.stop] {
     stop->raise();
   });
+  st.stats = params.stats;
+  st.heartbeat_s = params.heartbeat_s;
+  st.started = std::chrono::steady_clock::now();
   start_source(self, params);
+  if (st.stats && st.heartbeat_s > 0)
+    self->send(self, heartbeat_atom_v);
   spdlog::info("connector {}: {} connector started (max_in_flight {})",
                st.cfg.name, to_string(st.cfg.type), st.cfg.max_in_flight);
   return {
@@ -380,6 +385,9 @@ connector_actor::behavior_type connector(
     },
     [self](status_atom) {
       return self->state.in_flight;
+    },
+    [self](heartbeat_atom) {
+      send_connector_heartbeat(self);
     },
   };
 }

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -30,6 +31,10 @@ struct connector_params {
   /// `switchboard.dedupe_window_s`, for the dedupe keys of what sources
   /// submit.
   uint32_t dedupe_window_s = 300;
+  /// Where the connector's heartbeats go (null: none are sent), every
+  /// `heartbeat_s` seconds (`connectors.heartbeat_s`; 0: none).
+  connector_stats_actor stats;
+  uint32_t heartbeat_s = 30;
 };
 
 struct connector_state {
@@ -49,7 +54,20 @@ struct connector_state {
   uint32_t kill_after_commits = 0;
   /// Commits seen, for `kill_after_commits`.
   uint32_t commits = 0;
+  /// Heartbeats (issue 26): where they go (null: none), how often, and the
+  /// instance they report (a new one per spawn: counters start over).
+  connector_stats_actor stats;
+  uint32_t heartbeat_s = 0;
+  std::string instance_id;
+  std::chrono::steady_clock::time_point started;
 };
+
+/// Sends the connector's `connector.heartbeat.v1` (its counters, healthy
+/// while its source runs) through the heartbeat queue, the same path as
+/// POST /v1/connectors/heartbeat, and schedules the next one
+/// (actors/connector_heartbeat.cpp).
+void send_connector_heartbeat(
+  connector_actor::stateful_pointer<connector_state> self);
 
 /// The fault point of `connector_state::kill_after_commits` as
 /// `BUTLERS_FAULT` (null: unset) says: 0 (off), 1 for

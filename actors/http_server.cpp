@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/connector_api.hpp"
+#include "actors/connector_stats_api.hpp"
 #include "actors/dashboard_api.hpp"
 #include "actors/http_api.hpp"
 #include "actors/http_ingest_bridge.hpp"
@@ -127,6 +128,8 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
   worker_api workers;
   /// The web dashboard and its /api.
   dashboard_api dashboard;
+  /// Connector heartbeats, rollups and the connector dashboard API.
+  connector_stats_api conn_stats;
 
   // -- in-flight tracking for the drain ---------------------------------------
   std::mutex mtx;
@@ -151,6 +154,7 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
       connectors(sys, this->settings, this->ctx),
       workers(sys, this->settings, this->ctx),
       dashboard(sys, this->settings, this->ctx),
+      conn_stats(sys, this->settings, this->ctx),
       requests_total(
         this->ctx->metrics.get_counter("butlers_http_requests_total",
                                        "HTTP requests received")),
@@ -286,6 +290,15 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
                            const path_params& p) {
     responder out{srv, req};
     (srv.dashboard.*F)(call_of(req), out, p);
+  }
+
+  /// A connector heartbeat, rollup or dashboard route, the same way.
+  template<void (connector_stats_api::*F)(const http_call&, http_responder&,
+                                          const path_params&)>
+  static void on_stats(impl& srv, shard&, const request_handle& req,
+                       const path_params& p) {
+    responder out{srv, req};
+    (srv.conn_stats.*F)(call_of(req), out, p);
   }
 
   /// The request as an `http_call` (valid while `req` is).
@@ -724,6 +737,21 @@ const http_route_table<http_server::impl::handler>& http_server::impl::
      on_connector<&connector_api::telegram_webhook>},
     {m::post, "/v1/connectors/{name}/ingest", token,
      on_connector<&connector_api::ingest>},
+    // -- connector health and statistics (issue 26, h-conn)
+    {m::post, "/v1/connectors/heartbeat", token,
+     on_stats<&connector_stats_api::heartbeat>},
+    {m::post, "/v1/connectors/rollup", token,
+     on_stats<&connector_stats_api::rollup>},
+    {m::get, "/api/connectors", token, on_stats<&connector_stats_api::list>},
+    {m::get, "/api/connectors/summary", token,
+     on_stats<&connector_stats_api::summary>},
+    {m::get, "/api/connectors/fanout", token,
+     on_stats<&connector_stats_api::fanout>},
+    {m::get, "/api/connectors/{type}/{identity}", token,
+     on_stats<&connector_stats_api::detail>},
+    {m::get, "/api/connectors/{type}/{identity}/stats", token,
+     on_stats<&connector_stats_api::stats>},
+    // -- end connector health and statistics
     {m::any, "/v1/connectors/{rest...}", token,
      on_connector<&connector_api::other>},
     {m::get, "/v1/events/summary", token, on_server<&impl::events_summary>},

@@ -183,7 +183,10 @@ using connector_actor = caf::typed_actor<
   caf::replies_to<ingest_atom,
                   std::vector<inbox_record>>::with<std::vector<append_result>>,
   /// How many records of this connector wait for their commit.
-  caf::replies_to<status_atom>::with<uint32_t>>;
+  caf::replies_to<status_atom>::with<uint32_t>,
+  /// INTERNAL: sends the connector's heartbeat (every
+  /// `connectors.heartbeat_s`).
+  caf::reacts_to<heartbeat_atom>>;
 
 /// The thread a connector's source runs on (detached: it blocks). Started
 /// by its connector, it runs the source until the connector stops (which
@@ -191,6 +194,27 @@ using connector_actor = caf::typed_actor<
 using connector_runner_actor = caf::typed_actor<
   /// INTERNAL: runs the source (sent once, to itself, at spawn).
   caf::reacts_to<run_atom>>;
+
+// -- connector health and statistics (issue 26, h-conn)
+// -------------------------------------------------------------------
+
+/// Connector heartbeats and statistics (README "Connector health and
+/// statistics"): the bounded queue between a heartbeat (POSTed, or sent by
+/// an in-process connector) and its write through the inbox writer, and
+/// the rollups, run by cron (hourly at minute 5, daily at 00:15 UTC) or on
+/// request. One per switchboard node; never blocks (the writer does).
+using connector_stats_actor = caf::typed_actor<
+  /// Queues a heartbeat's `connector_heartbeat` statement for the writer:
+  /// true once queued (not yet written), false when
+  /// `connectors.heartbeat_queue` heartbeats wait already (counted
+  /// dropped).
+  caf::replies_to<heartbeat_atom, named_statement>::with<bool>,
+  /// Runs the rollup `kind` (hourly, daily, fanout, retention) for the
+  /// bucket containing `at` (RFC 3339); answers a JSON array of what each
+  /// statement did once all committed (each also logged).
+  caf::replies_to<rollup_atom, std::string, std::string>::with<std::string>,
+  /// INTERNAL: the cron timer `token` fired.
+  caf::reacts_to<schedule_atom, uint64_t>>;
 
 // -- butlers
 // -------------------------------------------------------------------

@@ -225,6 +225,7 @@ int run_node(const node_settings& settings) {
   ctx->set_reader({});
   ctx->set_threads({});
   ctx->set_connectors({});
+  ctx->set_connector_stats({});
   sys.await_all_actors_done();
   stopped.set_value();
   watchdog.join();

@@ -104,6 +104,19 @@ struct node_context {
     return i == connectors_.end() ? connector_actor{} : i->second;
   }
 
+  // -- connector health and statistics (issue 26, h-conn) -------------------
+
+  /// Publishes the connector heartbeat queue and rollups (null while the
+  /// supervisor restarts its group, and on a node without a switchboard).
+  void set_connector_stats(connector_stats_actor hdl) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    connector_stats_ = std::move(hdl);
+  }
+  connector_stats_actor connector_stats() const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return connector_stats_;
+  }
+
   /// The thread API's event streams (set by the node before any actor
   /// starts; null when the node serves none).
   std::shared_ptr<event_hub> events;
@@ -121,6 +134,7 @@ struct node_context {
   cluster_actor cluster_;
   thread_directory_actor threads_;
   std::map<std::string, connector_actor> connectors_;
+  connector_stats_actor connector_stats_;
 };
 
 using node_context_ptr = std::shared_ptr<node_context>;

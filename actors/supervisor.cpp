@@ -14,6 +14,7 @@
 
 #include "actors/butler.hpp"
 #include "actors/connector.hpp"
+#include "actors/connector_stats.hpp"
 #include "actors/db_reader.hpp"
 #include "actors/inbox_scanner.hpp"
 #include "actors/inbox_writer.hpp"
@@ -79,6 +80,8 @@ void start_connectors(supervisor_ptr self) {
     p.ctx = st.ctx;
     p.max_envelope_bytes = s.http.max_body_bytes;
     p.dedupe_window_s = s.switchboard.dedupe_window_s;
+    p.stats = st.connector_stats;
+    p.heartbeat_s = s.connector_stats.heartbeat_s;
     auto hdl = self->spawn<caf::linked>(connector, std::move(p));
     published.emplace(cfg.name, hdl);
     st.connectors.push_back(std::move(hdl));
@@ -111,6 +114,10 @@ void start_group(supervisor_ptr self) {
                                                           st.switchboard,
                                                           st.ctx);
     st.ctx->set_switchboard(st.switchboard);
+    st.connector_stats = self->spawn<caf::linked>(connector_stats,
+                                                  s.connector_stats, st.writer,
+                                                  st.reader, st.ctx);
+    st.ctx->set_connector_stats(st.connector_stats);
     start_connectors(self);
   }
   cluster_hello hello;
@@ -177,7 +184,8 @@ bool is_child(supervisor_ptr self, const caf::actor_addr& addr) {
          || (st.scanner && addr == st.scanner.address())
          || (st.registry && addr == st.registry.address())
          || (st.reader && addr == st.reader.address())
-         || (st.threads && addr == st.threads.address());
+         || (st.threads && addr == st.threads.address())
+         || (st.connector_stats && addr == st.connector_stats.address());
 }
 
 /// Clean shutdown: drains every local butler (each waits up to `wait` for
@@ -262,9 +270,12 @@ supervisor_actor::behavior_type supervisor(
     st.ctx->set_messenger({});
     st.ctx->set_threads({});
     st.ctx->set_connectors({});
+    st.ctx->set_connector_stats({});
     for (auto& c : st.connectors)
       self->send_exit(c, caf::exit_reason::kill);
     st.connectors.clear();
+    self->send_exit(st.connector_stats, caf::exit_reason::kill);
+    st.connector_stats = nullptr;
     self->send_exit(st.threads, caf::exit_reason::kill);
     self->send_exit(st.writer, caf::exit_reason::kill);
     self->send_exit(st.switchboard, caf::exit_reason::kill);

@@ -27,6 +27,8 @@ struct supervisor_state {
   thread_directory_actor threads;
   /// One per enabled `[[connector]]` (switchboard nodes only).
   std::vector<connector_actor> connectors;
+  /// Connector heartbeats and rollups (switchboard nodes only; issue 26).
+  connector_stats_actor connector_stats;
   /// Consecutive restarts, for the backoff.
   uint32_t restarts = 0;
   /// A restart is scheduled (children of the old group may still report

@@ -62,6 +62,9 @@ CAF_BEGIN_TYPE_ID_BLOCK(butlers, caf::first_custom_type_id)
   CAF_ADD_ATOM(butlers, butlers, usage_atom, "usage")
   CAF_ADD_ATOM(butlers, butlers, worker_atom, "worker")
   CAF_ADD_ATOM(butlers, butlers, drain_atom, "drain")
+  // connector health and statistics (issue 26, h-conn)
+  CAF_ADD_ATOM(butlers, butlers, heartbeat_atom, "heartbeat")
+  CAF_ADD_ATOM(butlers, butlers, rollup_atom, "rollup")
 
   // -- message types
   // -----------------------------------------------------------

@@ -528,6 +528,23 @@ struct cluster_config {
   bool hosts(const std::string& name) const;
 };
 
+// -- connector health and statistics (issue 26, h-conn) ---------------------
+
+/// `[connectors]`: connector heartbeats and statistics (README "Connector
+/// health and statistics"; spec 001 §17.5–§17.6).
+struct connectors_config {
+  /// Seconds between the heartbeats of each in-process `[[connector]]`;
+  /// 0 turns them off. Default 30, range 0..3600.
+  uint32_t heartbeat_s = 30;
+  /// Heartbeats (POSTed or in-process) queued for their write at most;
+  /// beyond it POST /v1/connectors/heartbeat answers 429 and the heartbeat
+  /// is counted dropped. Default 256, range 1..100000.
+  uint32_t heartbeat_queue = 256;
+  /// Whether this node runs the scheduled rollups (hourly at minute 5,
+  /// daily, fanout and retention at 00:15 UTC). Default true.
+  bool rollups = true;
+};
+
 /// `[threads]`: conversation threads (spec 003).
 struct threads_config {
   /// Seconds a thread without an active run, queued run or pending write
@@ -611,6 +628,8 @@ struct node_settings {
   scheduler_config scheduler;
   /// `[threads]`.
   threads_config threads;
+  /// `[connectors]` (issue 26, h-conn).
+  connectors_config connector_stats;
   /// File the settings were read from; "" when not from a file.
   std::string path;
   /// Where each key and table was written, by dotted key ("http.bind",
@@ -642,6 +661,7 @@ bool operator==(const connector_config& x, const connector_config& y);
 bool operator==(const cluster_config& x, const cluster_config& y);
 bool operator==(const scheduler_config& x, const scheduler_config& y);
 bool operator==(const threads_config& x, const threads_config& y);
+bool operator==(const connectors_config& x, const connectors_config& y);
 
 /// Compares every section; `path` and `positions` (where the settings came
 /// from, not what they are) are ignored.

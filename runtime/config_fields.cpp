@@ -687,6 +687,21 @@ const fields<threads_config>& threads_fields() {
   return list;
 }
 
+// -- connector health and statistics (issue 26, h-conn) -----------------------
+
+const fields<connectors_config>& connectors_fields() {
+  using c = connectors_config;
+  static const fields<c> list{
+    integer("heartbeat_s", &c::heartbeat_s, 0, 3600,
+            "seconds between heartbeats of each in-process connector; 0: off"),
+    integer("heartbeat_queue", &c::heartbeat_queue, 1, 100000,
+            "heartbeats queued for their write; beyond it 429"),
+    flag("rollups", &c::rollups,
+         "run the scheduled connector rollups and retention on this node"),
+  };
+  return list;
+}
+
 // -- the reference ------------------------------------------------------------
 
 namespace {
@@ -736,6 +751,7 @@ std::vector<section_reference> config_reference() {
     reference_of("[cluster.tls]", cluster_tls_fields()),
     reference_of("[scheduler]", scheduler_fields()),
     reference_of("[threads]", threads_fields()),
+    reference_of("[connectors]", connectors_fields()),
   };
 }
 

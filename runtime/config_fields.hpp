@@ -402,5 +402,7 @@ const fields<cluster_config>& cluster_fields();
 const fields<cluster_config>& cluster_tls_fields();
 const fields<scheduler_config>& scheduler_fields();
 const fields<threads_config>& threads_fields();
+/// `[connectors]` (issue 26, h-conn).
+const fields<connectors_config>& connectors_fields();
 
 } // namespace butlers::config_detail
