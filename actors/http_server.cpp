@@ -15,6 +15,7 @@
 
 #include "actors/connector_api.hpp"
 #include "actors/connector_stats_api.hpp"
+#include "actors/dashboard_api.hpp"
 #include "actors/http_api.hpp"
 #include "actors/http_ingest_bridge.hpp"
 #include "actors/worker_api.hpp"
@@ -125,6 +126,8 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
   connector_api connectors;
   /// The routes of external workers.
   worker_api workers;
+  /// The web dashboard and its /api.
+  dashboard_api dashboard;
   /// Connector heartbeats, rollups and the connector dashboard API.
   connector_stats_api conn_stats;
 
@@ -150,6 +153,7 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
       api(sys, this->settings, this->ctx),
       connectors(sys, this->settings, this->ctx),
       workers(sys, this->settings, this->ctx),
+      dashboard(sys, this->settings, this->ctx),
       conn_stats(sys, this->settings, this->ctx),
       requests_total(
         this->ctx->metrics.get_counter("butlers_http_requests_total",
@@ -181,6 +185,8 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
     if (r.bearer_challenge)
       resp.append_header(restinio::http_field::www_authenticate,
                          "Bearer realm=\"butlers\"");
+    for (auto& [name, value] : r.headers)
+      resp.append_header(name, value);
     resp.set_body(std::move(r.body)).done(std::move(on_written));
   }
 
@@ -275,6 +281,15 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
                         const path_params& p) {
     responder out{srv, req};
     (srv.workers.*F)(call_of(req), out, p);
+  }
+
+  /// A route of the web dashboard, which sees the request the same way.
+  template<void (dashboard_api::*F)(const http_call&, http_responder&,
+                                    const path_params&)>
+  static void on_dashboard(impl& srv, shard&, const request_handle& req,
+                           const path_params& p) {
+    responder out{srv, req};
+    (srv.dashboard.*F)(call_of(req), out, p);
   }
 
   /// A connector heartbeat, rollup or dashboard route, the same way.
@@ -742,6 +757,18 @@ const http_route_table<http_server::impl::handler>& http_server::impl::
     {m::get, "/v1/events/summary", token, on_server<&impl::events_summary>},
     {m::any, "/v1/events/summary", token,
      on_server<&impl::events_wrong_method>},
+    // dashboard: the web dashboard and the /api it reads (README
+    // "Dashboard"); the shell holds no data, so it is open.
+    {m::get, "/", open, on_dashboard<&dashboard_api::file>},
+    {m::get, "/index.html", open, on_dashboard<&dashboard_api::file>},
+    {m::get, "/assets/{file}", open, on_dashboard<&dashboard_api::file>},
+    {m::get, "/api/overview", token, on_dashboard<&dashboard_api::overview>},
+    {m::get, "/api/requests", token, on_dashboard<&dashboard_api::requests>},
+    {m::get, "/api/requests/{id}", token,
+     on_dashboard<&dashboard_api::request>},
+    {m::get, "/api/butlers", token, on_dashboard<&dashboard_api::butlers>},
+    {m::get, "/api/dead-letters", token,
+     on_dashboard<&dashboard_api::dead_letters>},
   };
   return table;
 }

@@ -25,6 +25,7 @@ const char* reason_phrase(int status) {
   switch (status) {
     case 200: return "OK";
     case 202: return "Accepted";
+    case 304: return "Not Modified";
     case 400: return "Bad Request";
     case 401: return "Unauthorized";
     case 404: return "Not Found";

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <caf/fwd.hpp>
@@ -33,6 +34,8 @@ struct http_reply {
   bool retry_after = false;
   /// `WWW-Authenticate: Bearer realm="butlers"`, on 401.
   bool bearer_challenge = false;
+  /// Further headers, name and value (the dashboard's ETag, CSP, ...).
+  std::vector<std::pair<std::string, std::string>> headers;
   std::string body;
 };
 

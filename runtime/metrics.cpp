@@ -106,6 +106,18 @@ std::string with_labels(const std::string& labels, const std::string& extra) {
 
 } // namespace
 
+std::vector<metrics_registry::sample> metrics_registry::samples() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  std::vector<sample> out;
+  for (auto& e : entries_) {
+    if (e.type == kind::counter)
+      out.push_back({e.name, e.labels, static_cast<int64_t>(e.c->value())});
+    else if (e.type == kind::gauge)
+      out.push_back({e.name, e.labels, e.g->value()});
+  }
+  return out;
+}
+
 std::string metrics_registry::render() const {
   std::lock_guard<std::mutex> guard{mtx_};
   std::string out;

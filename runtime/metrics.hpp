@@ -93,6 +93,17 @@ class metrics_registry {
   /// Renders every metric in the Prometheus text exposition format 0.0.4.
   std::string render() const;
 
+  /// One counter or gauge: its name, its rendered labels and its value.
+  struct sample {
+    std::string name;
+    std::string labels;
+    int64_t value = 0;
+  };
+
+  /// The current value of every counter and gauge (histograms left out),
+  /// for readers that want numbers rather than the text format.
+  std::vector<sample> samples() const;
+
  private:
   enum class kind { counter, gauge, histogram };
   struct entry {

@@ -27,6 +27,8 @@ packages=(
   # the cluster TLS test and the HTTPS client tests make their CA and
   # certificates with it
   openssl
+  # the dashboard browser test (headless, over the DevTools pipe)
+  chromium
 )
 
 missing=()
