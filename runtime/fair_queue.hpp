@@ -177,7 +177,10 @@ fair_push fair_queue<T>::push(item x, std::optional<T>* shed) {
   auto key = key_of(x);
   auto i = queues_.find(key);
   size_t own = i == queues_.end() ? 0 : i->second.items.size();
-  if (mode_ != fairness_mode::off && own >= source_capacity_) {
+  // A share below the whole queue is its own reason; at the whole queue,
+  // a source that fills it is the largest one of a full queue (below).
+  if (mode_ != fairness_mode::off && source_capacity_ < capacity_
+      && own >= source_capacity_) {
     if (metrics_.source_full != nullptr)
       metrics_.source_full->inc();
     return fair_push::source_full;

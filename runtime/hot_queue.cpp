@@ -35,16 +35,23 @@ bool hot_queue::offer(inbox_ref ref, std::string order_key,
 
 std::vector<queued_request> hot_queue::take(size_t n) {
   // A request whose thread already has one with a worker waits (in place)
-  // for it; later requests of other threads go ahead.
-  auto out = queue_.take(n, [this](const queued_request& q) {
+  // for it; later requests of other threads go ahead. One at a time: a
+  // request taken holds its thread for the next.
+  auto ready = [this](const queued_request& q) {
     return q.order_key.empty() || held_keys_.count(q.order_key) == 0;
-  });
-  for (auto& q : out) {
+  };
+  std::vector<queued_request> out;
+  while (out.size() < n) {
+    auto one = queue_.take(1, ready);
+    if (one.empty())
+      break;
+    auto& q = one.front();
     queued_ids_.erase(q.ref.request_id);
     ++active_;
     if (!q.order_key.empty()
         && classifying_.emplace(q.ref.request_id, q.order_key).second)
       ++held_keys_[q.order_key];
+    out.push_back(std::move(q));
   }
   return out;
 }
