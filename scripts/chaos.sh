@@ -272,6 +272,10 @@ cat <<EOF
 
 duplicated = $dup_acks keys acknowledged with two ids + $dup_stored dedupe keys stored twice + $dup_done requests completed twice.
 EOF
+psql_chaos "SELECT lifecycle_state || ' ' || coalesce(error_class, '-') || ': ' || count(*)
+            FROM message_inbox WHERE lifecycle_state IN ('errored', 'cancelled')
+            GROUP BY lifecycle_state, error_class ORDER BY 1" |
+  sed 's|^|errored/cancelled by class: |'
 echo
 sed 's/^/    /' "$work/events.log"
 
