@@ -139,8 +139,7 @@ class BodyLimit : public node_fixture {
 
 void expect_413(const raw_exchange& x, const std::string& size_words) {
   EXPECT_EQ(x.response.rfind("HTTP/1.1 413", 0), 0u) << x.response;
-  EXPECT_NE(x.response.find(R"("class":"payload_too_large")"),
-            std::string::npos)
+  EXPECT_NE(x.response.find(R"("code":"payload_too_large")"), std::string::npos)
     << x.response;
   EXPECT_NE(x.response.find("exceeds http.max_body_bytes ("
                             + std::to_string(limit) + ")"),
@@ -154,12 +153,13 @@ void expect_413(const raw_exchange& x, const std::string& size_words) {
 
 TEST_F(BodyLimit, ThreeMegabytesGet413BeforeTheBodyIsRead) {
   size_t body = 3 * 1000 * 1000;
-  auto head = post_head(body);
-  auto x = exchange(port_, head, body);
+  // Only the first 64 KiB of the 3 MB go out, and the client then waits:
+  // the answer comes all the same, so the server decided on the headers
+  // without waiting for (or reading) the rest of the body. (A client that
+  // sends on regardless gets megabytes into the kernel's socket buffers on
+  // loopback before it sees the answer, read by no one.)
+  auto x = exchange(port_, post_head(body), 65536);
   expect_413(x, "body of 3000000 bytes");
-  // The answer came while most of the body was still unsent: the server
-  // decided on the headers and never read the rest.
-  EXPECT_LT(x.sent, head.size() + body / 2) << "sent " << x.sent;
   expect_serving();
 }
 
@@ -176,10 +176,10 @@ TEST_F(BodyLimit, AChunkedBodyGrowingPastTheLimitGets413) {
   auto head = std::string{"POST /v1/ingest HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                           "Content-Type: application/json\r\n"
                           "Transfer-Encoding: chunked\r\n\r\n"};
-  size_t body = 3 * limit;
-  auto x = exchange(port_, head, body, true);
+  // 64 KiB past the limit and no last chunk: the body never ends, so only
+  // an answer decided at the limit can come back.
+  auto x = exchange(port_, head, limit + 65536, true);
   expect_413(x, "body without a length");
-  EXPECT_LT(x.sent, head.size() + body * 2 / 3) << "sent " << x.sent;
   expect_serving();
 }
 
