@@ -6,8 +6,9 @@
 #                                    [--build-dir DIR] [--keep-logs DIR]
 #
 #   Three runs, each on a new node with emptied tables and the default
-#   [switchboard] settings (queue_capacity 100, 3 workers) but `fairness`,
-#   one scripted butler (turn_ms = 0, 64 sessions), the rules router:
+#   [switchboard] settings (queue_capacity 100, 3 workers) but `fairness`
+#   and max_in_progress = 8, one scripted butler (turn_ms = 2, 8 sessions:
+#   slower than the flood arrives, so a backlog forms), the rules router:
 #   (1) unloaded: sender B posts --few messages (default 10) at once;
 #   (2) flood, fairness "sender": sender A's --flood messages (default
 #       10,000; butlers_ingest_load, all due within 1 s, 64 connections,
@@ -114,6 +115,9 @@ max_connections = 4096
 
 [switchboard]
 max_in_flight = 100000
+# At most 8 requests in progress and 2 ms turns: the node processes slower
+# than the flood arrives, so a backlog forms behind which B can wait.
+max_in_progress = 8
 fairness = "$1"
 
 [router]
@@ -124,11 +128,11 @@ max_pending = 100000
 
 [[butler]]
 name = "general"
-max_concurrent_sessions = 64
+max_concurrent_sessions = 8
 max_pending = 100000
 [butler.runtime]
 kind = "scripted"
-turn_ms = 0
+turn_ms = 2
 EOF
   "$node_bin" check-config "$toml" >"$work/check-config.out" 2>&1 ||
     { cat "$work/check-config.out" >&2; die "check-config $toml failed"; }
