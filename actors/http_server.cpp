@@ -17,6 +17,7 @@
 #include "actors/connector_stats_api.hpp"
 #include "actors/dashboard_api.hpp"
 #include "actors/http_api.hpp"
+#include "actors/http_body_limit.hpp"
 #include "actors/http_ingest_bridge.hpp"
 #include "actors/worker_api.hpp"
 #include "runtime/http_checks.hpp"
@@ -57,6 +58,8 @@ class shard_executor : public asio::any_io_executor {
 struct traits : restinio::default_traits_t {
   using strand_t = shard_executor;
   static constexpr bool use_connection_count_limiter = true;
+  /// Bodies over the limit end at the parser (see http_body_limit.hpp).
+  using http_methods_mapper_t = body_limited_methods;
 };
 using request_handle = restinio::request_handle_t;
 
@@ -187,6 +190,8 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
                          "Bearer realm=\"butlers\"");
     for (auto& [name, value] : r.headers)
       resp.append_header(name, value);
+    if (r.close_connection)
+      resp.connection_close();
     resp.set_body(std::move(r.body)).done(std::move(on_written));
   }
 
@@ -228,10 +233,13 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
     auto& head = req->header();
     auto method = parse_http_method(head.method().c_str());
     auto m = routes().match(method, head.path());
-    if ((!m.route || m.route->access == http_access::token)
-        && !bearer_matches(expected_auth,
-                           header_of(req,
-                                     restinio::http_field::authorization))) {
+    if (too_large(req)) {
+      // Not read to its end (see http_body_limit.hpp): the answer closes
+      // the connection with the rest of the body on it.
+    } else if ((!m.route || m.route->access == http_access::token)
+               && !bearer_matches(expected_auth,
+                                  header_of(req, restinio::http_field::
+                                                   authorization))) {
       unauthorized_total.inc();
       send(req, unauthorized_reply());
     } else if (!m.route) {
@@ -240,6 +248,19 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
       m.route->handler(*this, sh, req, m.params);
     }
     return restinio::request_accepted();
+  }
+
+  /// Answers 413 (and closes) when the request is over http.max_body_bytes.
+  bool too_large(const request_handle& req) {
+    std::optional<uint64_t> declared;
+    auto max = settings.http.max_body_bytes;
+    auto length = req->header().opt_value_of("Content-Length");
+    if (!over_body_limit(length ? std::optional<std::string_view>{*length}
+                                : std::nullopt,
+                         req->body().size(), max, &declared))
+      return false;
+    send(req, body_over_limit_reply(declared, max));
+    return true;
   }
 
   /// The value of header `field`, if the request has one.
@@ -578,9 +599,8 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
     // Each HTTP thread takes its share of http.max_connections, rounded up.
     auto per_shard = std::max<std::size_t>(1,
                                            (http.max_connections + n - 1) / n);
-    // Bodies up to twice the limit are read and answered 413 by us; larger
-    // ones make restinio drop the connection before buffering them.
-    auto body_cap = http.max_body_bytes * 2 + 65536;
+    // Past it, a body is not read: see http_body_limit.hpp.
+    auto body_cap = http.max_body_bytes;
     auto sh = std::make_unique<shard>();
     auto* raw = sh.get();
     sh->requests = &ctx->metrics

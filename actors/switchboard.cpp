@@ -192,10 +192,15 @@ void free_worker(switchboard_ptr self, const std::string& request_id) {
 /// `accepted`) counts as taken.
 bool offer(switchboard_ptr self, inbox_ref ref, std::string order_key = {},
            std::shared_ptr<const inbox_record> record = nullptr) {
-  if (self->state.tracker->contains(ref.request_id))
+  auto& st = self->state;
+  if (st.tracker->contains(ref.request_id))
     return true;
-  return self->state.hot->offer(std::move(ref), std::move(order_key),
-                                std::move(record));
+  auto ok = st.hot->offer(std::move(ref), std::move(order_key),
+                          std::move(record));
+  // A request shed for another source's stays `accepted` for the cold path.
+  if (st.hot->take_shed() > 0)
+    st.overflowed = true;
+  return ok;
 }
 
 // -- the ingest boundary ------------------------------------------------------
@@ -795,7 +800,8 @@ switchboard_actor::behavior_type switchboard(switchboard_ptr self,
   st.ctx = std::move(ctx);
   st.metrics = switchboard_metrics{st.ctx->metrics};
   st.tracker.emplace(st.cfg, st.routing.policies, st.ctx->metrics);
-  st.hot.emplace(st.cfg.queue_capacity);
+  st.hot.emplace(st.cfg.queue_capacity, st.cfg.fairness,
+                 st.cfg.source_queue_capacity, st.metrics.fair);
   st.admission.emplace(st.cfg.max_in_flight);
   self->delayed_send(self, std::chrono::seconds{1}, caf::tick_atom_v);
   return {

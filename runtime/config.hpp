@@ -134,6 +134,13 @@ struct switchboard_config {
   /// messages stay `accepted` in the inbox until there is room. Default 64,
   /// range 1..100000.
   uint32_t max_waiting = 64;
+  // -- fair admission (issue 27) --
+  /// Sources the hot path serves in turn: "sender" (channel, sender),
+  /// "channel", or "off" (one FIFO). Default sender.
+  fairness_mode fairness = fairness_mode::sender;
+  /// Most hot-path requests of one source; 0 means `queue_capacity`.
+  /// Default 0, range 0..1000000.
+  uint32_t source_queue_capacity = 0;
 };
 
 /// One `[[router.rule]]`: a hard allow/deny policy applied before the

@@ -64,6 +64,16 @@ const std::vector<enum_name<fanout_kind>>& enum_names<fanout_kind>() {
 }
 
 template<>
+const std::vector<enum_name<fairness_mode>>& enum_names<fairness_mode>() {
+  static const std::vector<enum_name<fairness_mode>> names{
+    {fairness_mode::sender, "sender"},
+    {fairness_mode::channel, "channel"},
+    {fairness_mode::off, "off"},
+  };
+  return names;
+}
+
+template<>
 const std::vector<enum_name<adapter_kind>>& enum_names<adapter_kind>() {
   static const std::vector<enum_name<adapter_kind>> names{
     {adapter_kind::webhook, "webhook"},

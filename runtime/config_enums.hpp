@@ -62,6 +62,10 @@ enum class prompt_passing {
 /// `[switchboard]` `fanout_mode`: how the segments of a plan are dispatched.
 enum class fanout_kind { parallel, ordered, conditional };
 
+/// `[switchboard]` `fairness`: the sources the hot path serves in turn
+/// (see runtime/fair_queue.hpp).
+enum class fairness_mode { sender, channel, off };
+
 /// `[[messenger.adapter]]` `kind`: an outbound channel adapter.
 enum class adapter_kind {
   /// POSTs the notify.v1 envelope to an http:// URL.
@@ -114,6 +118,8 @@ const std::vector<enum_name<prompt_passing>>& enum_names<prompt_passing>();
 template<>
 const std::vector<enum_name<fanout_kind>>& enum_names<fanout_kind>();
 template<>
+const std::vector<enum_name<fairness_mode>>& enum_names<fairness_mode>();
+template<>
 const std::vector<enum_name<adapter_kind>>& enum_names<adapter_kind>();
 template<>
 const std::vector<enum_name<connector_type>>& enum_names<connector_type>();
@@ -160,6 +166,9 @@ inline const char* to_string(prompt_passing x) {
   return name_of(x);
 }
 inline const char* to_string(fanout_kind x) {
+  return name_of(x);
+}
+inline const char* to_string(fairness_mode x) {
   return name_of(x);
 }
 inline const char* to_string(adapter_kind x) {

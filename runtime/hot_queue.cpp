@@ -13,36 +13,45 @@ bool hot_queue::offer(inbox_ref ref, std::string order_key,
                       std::shared_ptr<const inbox_record> record) {
   if (holds(ref.request_id))
     return true;
-  if (queue_.size() >= capacity_)
+  fair_queue<queued_request>::item x;
+  if (record) {
+    x.source = queue_.source_of(&record->context);
+    if (queue_.mode() != fairness_mode::off)
+      x.tier = tier_rank(record->policy_tier);
+  }
+  auto id = ref.request_id;
+  x.value = queued_request{std::move(ref), std::move(record),
+                           std::move(order_key)};
+  std::optional<queued_request> shed;
+  if (queue_.push(std::move(x), &shed) != fair_push::queued)
     return false;
-  if (!order_key.empty())
-    order_keys_[ref.request_id] = std::move(order_key);
-  queued_ids_.insert(ref.request_id);
-  queue_.push_back(queued_request{std::move(ref), std::move(record)});
+  if (shed) {
+    queued_ids_.erase(shed->ref.request_id);
+    ++shed_;
+  }
+  queued_ids_.insert(std::move(id));
   return true;
 }
 
 std::vector<queued_request> hot_queue::take(size_t n) {
+  // A request whose thread already has one with a worker waits (in place)
+  // for it; later requests of other threads go ahead. One at a time: a
+  // request taken holds its thread for the next.
+  auto ready = [this](const queued_request& q) {
+    return q.order_key.empty() || held_keys_.count(q.order_key) == 0;
+  };
   std::vector<queued_request> out;
-  for (auto i = queue_.begin(); out.size() < n && i != queue_.end();) {
-    // A request whose thread already has one with a worker waits (in
-    // place) for it; later requests of other threads go ahead.
-    std::string key;
-    auto k = order_keys_.find(i->ref.request_id);
-    if (k != order_keys_.end()) {
-      key = k->second;
-      if (held_keys_.count(key) > 0) {
-        ++i;
-        continue;
-      }
-      order_keys_.erase(k);
-    }
-    queued_ids_.erase(i->ref.request_id);
+  while (out.size() < n) {
+    auto one = queue_.take(1, ready);
+    if (one.empty())
+      break;
+    auto& q = one.front();
+    queued_ids_.erase(q.ref.request_id);
     ++active_;
-    if (!key.empty() && classifying_.emplace(i->ref.request_id, key).second)
-      ++held_keys_[key];
-    out.push_back(std::move(*i));
-    i = queue_.erase(i);
+    if (!q.order_key.empty()
+        && classifying_.emplace(q.ref.request_id, q.order_key).second)
+      ++held_keys_[q.order_key];
+    out.push_back(std::move(q));
   }
   return out;
 }

@@ -6,13 +6,14 @@
 // reports when a worker is done.
 
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
+#include "runtime/fair_queue.hpp"
 #include "runtime/messages.hpp"
 #include "runtime/request_context.hpp"
 
@@ -25,6 +26,8 @@ namespace butlers {
 struct queued_request {
   inbox_ref ref;
   std::shared_ptr<const inbox_record> record;
+  /// Its source thread (see `order_key_of`).
+  std::string order_key;
 };
 
 /// The causal-order key of a request: channel, endpoint and source thread,
@@ -33,11 +36,20 @@ std::string order_key_of(const request_context& ctx);
 
 class hot_queue {
  public:
-  explicit hot_queue(size_t capacity) : capacity_(capacity) {
+  /// Serves sources in turn as `fairness` says (see runtime/fair_queue.hpp),
+  /// at most `source_capacity` requests of one (0: `capacity`).
+  explicit hot_queue(size_t capacity,
+                     fairness_mode fairness = fairness_mode::off,
+                     size_t source_capacity = 0,
+                     fair_queue_metrics metrics = {})
+    : capacity_(capacity),
+      queue_(fairness, capacity, source_capacity, metrics) {
     // nop
   }
 
-  /// Offers a stored request; false when the queue is full. `order_key`
+  /// Offers a stored request; false when there is no room for it (its
+  /// source is full, or the queue is and it may not shed another's newest
+  /// request, see runtime/fair_queue.hpp). `order_key`
   /// names its source thread ("" = none): requests with the same key are
   /// taken one at a time, in the order offered, while other keys proceed
   /// in parallel. A request held here already (queued, or with a worker)
@@ -46,8 +58,9 @@ class hot_queue {
   bool offer(inbox_ref ref, std::string order_key = {},
              std::shared_ptr<const inbox_record> record = nullptr);
 
-  /// Takes up to `n` requests that may start, oldest first, skipping those
-  /// whose source thread has one with a worker; each now has a worker.
+  /// Takes up to `n` requests that may start, in the fair queue's order
+  /// (oldest first with fairness "off"), skipping those whose source thread
+  /// has one with a worker; each now has a worker.
   std::vector<queued_request> take(size_t n);
 
   /// The worker of `request_id` is done (or gave up): frees it and the hold
@@ -66,6 +79,17 @@ class hot_queue {
     return queue_.size();
   }
 
+  /// Sources with queued requests.
+  size_t sources() const {
+    return queue_.sources();
+  }
+
+  /// Requests shed from the queue to make room for another source's (they
+  /// stay `accepted` in the inbox for the cold path), since the last call.
+  uint64_t take_shed() {
+    return std::exchange(shed_, 0);
+  }
+
   size_t capacity() const {
     return capacity_;
   }
@@ -82,11 +106,10 @@ class hot_queue {
 
  private:
   size_t capacity_;
-  std::deque<queued_request> queue_;
+  fair_queue<queued_request> queue_;
   /// The request ids in `queue_`.
   std::unordered_set<std::string> queued_ids_;
-  /// The source-thread key of each queued request that has one.
-  std::unordered_map<std::string, std::string> order_keys_;
+  uint64_t shed_ = 0;
   /// The key each request with a worker (or committing) holds, and how many
   /// hold each key.
   std::unordered_map<std::string, std::string> classifying_;

@@ -238,6 +238,17 @@ http_reply ingest_too_large_reply(size_t size, size_t max_bytes) {
                        + std::to_string(max_bytes) + ")");
 }
 
+http_reply body_over_limit_reply(std::optional<uint64_t> declared,
+                                 size_t max_bytes) {
+  auto size = declared ? "of " + std::to_string(*declared) + " bytes "
+                       : std::string{"without a length "};
+  auto r = error_reply(butlers_errc::payload_too_large,
+                       "body " + size + "exceeds http.max_body_bytes ("
+                         + std::to_string(max_bytes) + ")");
+  r.close_connection = true;
+  return r;
+}
+
 http_reply butlers_reply(const std::vector<registry_entry>& xs) {
   std::string out = R"({"butlers":[)";
   for (size_t i = 0; i < xs.size(); ++i) {

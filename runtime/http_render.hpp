@@ -5,6 +5,7 @@
 // and headers live here, once, and are unit-tested without a socket.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -36,6 +37,9 @@ struct http_reply {
   bool bearer_challenge = false;
   /// Further headers, name and value (the dashboard's ETag, CSP, ...).
   std::vector<std::pair<std::string, std::string>> headers;
+
+  /// `Connection: close`: the request was not read to its end.
+  bool close_connection = false;
   std::string body;
 };
 
@@ -139,6 +143,12 @@ http_reply ingest_violations_reply(const std::vector<violation>& xs);
 
 /// 413 for an ingest body over the limit, with both sizes.
 http_reply ingest_too_large_reply(size_t size, size_t max_bytes);
+
+/// 413 for a body over `max_bytes` that was not read to its end: of
+/// `declared` bytes (its Content-Length) or, without one, larger than the
+/// limit. Closes the connection.
+http_reply body_over_limit_reply(std::optional<uint64_t> declared,
+                                 size_t max_bytes);
 
 /// GET /v1/butlers: one entry per (butler, hosting node).
 http_reply butlers_reply(const std::vector<registry_entry>& xs);

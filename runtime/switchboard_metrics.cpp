@@ -66,6 +66,18 @@ switchboard_metrics::switchboard_metrics(metrics_registry& m) {
   process_latency = &m.get_histogram("butlers_buffer_process_latency_ms",
                                      "From received_at to the start of "
                                      "processing");
+  // -- fair admission (issue 27) --
+  fair.sources = &m.get_gauge("butlers_fair_queue_sources",
+                              "Sources with requests in the hot-path queue");
+  auto overflow = [&m](const char* reason) {
+    return &m.get_counter("butlers_fair_queue_overflow_total",
+                          "Requests the hot-path queue had no room for (they "
+                          "stay accepted in the inbox), by reason",
+                          std::string{"reason=\""} + reason + "\"");
+  };
+  fair.source_full = overflow("source_full");
+  fair.total_full = overflow("total_full");
+  fair.shed = overflow("shed");
 }
 
 } // namespace butlers

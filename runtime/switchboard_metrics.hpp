@@ -1,5 +1,6 @@
 #pragma once
 
+#include "runtime/fair_queue.hpp"
 #include "runtime/metrics.hpp"
 
 namespace butlers {
@@ -30,6 +31,8 @@ struct switchboard_metrics {
   gauge* queue_depth = nullptr;
   gauge* inflight_requests = nullptr;
   histogram* process_latency = nullptr;
+  /// The hot path's fair queue (issue 27).
+  fair_queue_metrics fair;
 };
 
 } // namespace butlers

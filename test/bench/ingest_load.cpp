@@ -76,6 +76,8 @@ struct options {
   std::string path = "/v1/ingest";
   std::string token;
   std::string endpoint_identity = "bench";
+  /// sender.identity of every request; empty: one of 997 users by key.
+  std::string sender;
   uint32_t connections = 64;
   /// Offered requests per second; 0 means saturation (closed loop).
   double rate = 0;
@@ -96,6 +98,8 @@ void usage(FILE* out) {
     "  --path P               request path (default /v1/ingest)\n"
     "  --token T              bearer token (default: none)\n"
     "  --endpoint-identity S  source.endpoint_identity (default bench)\n"
+    "  --sender S             sender.identity of every request (default:\n"
+    "                         one of 997 users, by request)\n"
     "  --connections N        keep-alive connections (default 64)\n"
     "  --rate R               offered requests/s; 0 = saturation (default 0)\n"
     "  --duration S           measured seconds (default 10)\n"
@@ -169,6 +173,10 @@ bool parse_args(int argc, char** argv, options& opts, bool& help) {
       if (value.empty())
         return fail("--endpoint-identity must not be empty");
       opts.endpoint_identity = value;
+    } else if (arg == "--sender") {
+      if (value.empty())
+        return fail("--sender must not be empty");
+      opts.sender = value;
     } else if (arg == "--connections") {
       if (!parse_uint(value, 10000, u) || u == 0)
         return fail("--connections takes 1..10000");
@@ -462,6 +470,7 @@ class request_factory {
     observed_at_ = stamp;
     unix_s_ = std::to_string(static_cast<long long>(t));
     endpoint_ = opts.endpoint_identity;
+    sender_ = opts.sender;
   }
 
   const std::string& run_id() const {
@@ -482,8 +491,8 @@ class request_factory {
     body_ += id;
     body_ += R"(","observed_at":")";
     body_ += observed_at_;
-    body_ += R"("},"sender":{"identity":"user-)";
-    body_ += user;
+    body_ += R"("},"sender":{"identity":")";
+    body_ += sender_.empty() ? "user-" + user : sender_;
     body_ += R"("},"payload":{"raw":{"update_id":)";
     body_ += n;
     body_ += R"(,"message":{"message_id":)";
@@ -514,6 +523,7 @@ class request_factory {
   std::string observed_at_;
   std::string unix_s_;
   std::string endpoint_;
+  std::string sender_;
   std::string body_;
 };
 

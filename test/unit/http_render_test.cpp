@@ -289,5 +289,21 @@ TEST(HttpReply, ReasonPhrasesCoverEveryStatusWeAnswer) {
   EXPECT_STREQ(reason_phrase(500), "Internal Server Error");
 }
 
+TEST(HttpReply, ABodyOverTheLimitNamesItAndClosesTheConnection) {
+  auto r = body_over_limit_reply(3000000, 1048576);
+  EXPECT_EQ(r.status, 413);
+  EXPECT_TRUE(r.close_connection);
+  EXPECT_NE(r.body.find("body of 3000000 bytes exceeds http.max_body_bytes "
+                        "(1048576)"),
+            std::string::npos)
+    << r.body;
+  r = body_over_limit_reply(std::nullopt, 10);
+  EXPECT_NE(r.body.find("body without a length exceeds http.max_body_bytes "
+                        "(10)"),
+            std::string::npos)
+    << r.body;
+  EXPECT_FALSE(ingest_too_large_reply(20, 10).close_connection);
+}
+
 } // namespace
 } // namespace butlers
