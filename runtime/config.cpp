@@ -141,6 +141,8 @@ void read_root(parser& p, const toml::table& root) {
     read_table(p, *t, "scheduler", scheduler_fields(), out.scheduler);
   if (auto t = s.table("threads"))
     read_table(p, *t, "threads", threads_fields(), out.threads);
+  if (auto t = s.table("telemetry"))
+    read_table(p, *t, "telemetry", telemetry_fields(), out.telemetry);
   s.finish();
 }
 
@@ -227,13 +229,18 @@ bool operator==(const threads_config& x, const threads_config& y) {
   return equal_fields(threads_fields(), x, y);
 }
 
+bool operator==(const telemetry_config& x, const telemetry_config& y) {
+  return equal_fields(telemetry_fields(), x, y);
+}
+
 bool operator==(const node_settings& x, const node_settings& y) {
   return std::tie(x.node, x.database, x.http, x.switchboard, x.router,
                   x.policies, x.budgets, x.butlers, x.messenger, x.connectors,
-                  x.cluster, x.scheduler, x.threads)
+                  x.cluster, x.scheduler, x.threads, x.telemetry)
          == std::tie(y.node, y.database, y.http, y.switchboard, y.router,
                      y.policies, y.budgets, y.butlers, y.messenger,
-                     y.connectors, y.cluster, y.scheduler, y.threads);
+                     y.connectors, y.cluster, y.scheduler, y.threads,
+                     y.telemetry);
 }
 
 bool cluster_config::hosts(const std::string& name) const {
@@ -457,6 +464,7 @@ std::string to_toml(const node_settings& s) {
     out << "[cluster.tls]\n" << print_fields(cluster_tls_fields(), s.cluster);
   out << "\n[scheduler]\n" << print_fields(scheduler_fields(), s.scheduler);
   out << "\n[threads]\n" << print_fields(threads_fields(), s.threads);
+  out << "\n[telemetry]\n" << print_fields(telemetry_fields(), s.telemetry);
   for (auto& b : s.butlers) {
     out << "\n[[butler]]\n" << print_fields(butler_fields(), b);
     out << "[butler.runtime]\n" << print_fields(runtime_fields(), b.runtime);

@@ -402,5 +402,7 @@ const fields<cluster_config>& cluster_fields();
 const fields<cluster_config>& cluster_tls_fields();
 const fields<scheduler_config>& scheduler_fields();
 const fields<threads_config>& threads_fields();
+/// `[telemetry]` (issue 26, tracing).
+const fields<telemetry_config>& telemetry_fields();
 
 } // namespace butlers::config_detail
