@@ -216,7 +216,8 @@ void on_stored(switchboard_ptr self, ingest_batch& b,
                    r.request_id);
     } else if (r.error_code == 0) {
       st.metrics.received->inc();
-      st.tracing.stored(a.record.get(), b.handed_ns, b.slots.size(), false);
+      st.tracing.stored(a.record.get(), a.dedupe_key, b.handed_ns,
+                        b.slots.size(), false);
       if (offer(self, a.ref, std::move(a.order_key), std::move(a.record))) {
         st.metrics.enqueued_hot->inc();
         offered = true;

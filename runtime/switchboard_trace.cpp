@@ -79,8 +79,10 @@ span switchboard_tracing::child(const entry& e, std::string_view name,
                         span_name(name), start_ns);
 }
 
-void switchboard_tracing::stored(const inbox_record* rec, uint64_t handed_ns,
-                                 size_t batch_size, bool duplicate) {
+void switchboard_tracing::stored(const inbox_record* rec,
+                                 const std::string& dedupe_key,
+                                 uint64_t handed_ns, size_t batch_size,
+                                 bool duplicate) {
   if (!on_ || duplicate || rec == nullptr)
     return; // a duplicate is the original request's, traced there
   auto& ctx = rec->context;
@@ -100,8 +102,7 @@ void switchboard_tracing::stored(const inbox_record* rec, uint64_t handed_ns,
   auto dedupe = span::child_of(tr, root, random_span_id(),
                                span_name("ingress.dedupe"), handed_ns);
   dedupe.set("request.id", ctx.request_id)
-    .set("dedupe.key_kind",
-         rec->dedupe_key.substr(0, rec->dedupe_key.find(':')))
+    .set("dedupe.key_kind", dedupe_key.substr(0, dedupe_key.find(':')))
     .set("dedupe.duplicate", false)
     .end(now);
   emit(std::move(dedupe));
@@ -134,7 +135,10 @@ void switchboard_tracing::planned(const inbox_record& rec,
   e->known = true;
   e->context = rec.context;
   e->policy_tier = rec.policy_tier;
-  e->schema_version = rec.schema_version;
+  // Records the inbox hands back (claim, cold path) do not carry it; the
+  // ingest boundary accepts ingest.v1 only.
+  e->schema_version = rec.schema_version.empty() ? "ingest.v1"
+                                                 : rec.schema_version;
   e->planned_ns = unix_nanos_now();
   e->plan_statement = statement;
   e->segments = plan.segments.size();

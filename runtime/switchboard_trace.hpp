@@ -63,8 +63,8 @@ class switchboard_tracing {
   /// may be null (nothing is recorded then).
   /// `handed_ns`: when the switchboard got the batch; `batch_size`: records
   /// in the append.
-  void stored(const inbox_record* rec, uint64_t handed_ns, size_t batch_size,
-              bool duplicate);
+  void stored(const inbox_record* rec, const std::string& dedupe_key,
+              uint64_t handed_ns, size_t batch_size, bool duplicate);
 
   /// A worker took the request: the routing decision starts.
   void started(const std::string& request_id);

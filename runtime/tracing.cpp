@@ -207,6 +207,19 @@ span span::child_of(const request_trace& t, const span_id& parent_id,
   return s;
 }
 
+span span::child_of(const span_context& parent, span_id id, std::string name,
+                    uint64_t start_ns) {
+  span s;
+  s.trace = parent.trace;
+  s.id = id;
+  s.parent = parent.span;
+  s.flags = parent.flags;
+  s.tracestate = parent.tracestate;
+  s.name = std::move(name);
+  s.start_ns = start_ns != 0 ? start_ns : unix_nanos_now();
+  return s;
+}
+
 span span::root_of(const request_trace& t, std::string name,
                    uint64_t start_ns) {
   auto s = child_of(t, t.parent, t.root.span, std::move(name), start_ns);

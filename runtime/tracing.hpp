@@ -179,6 +179,12 @@ struct span {
   static span child_of(const request_trace& t, const span_id& parent_id,
                        span_id id, std::string name, uint64_t start_ns = 0);
 
+  /// A span whose parent is the remote or local span `parent` (e.g. the
+  /// dispatch span named by a route.v1 traceparent): same trace, flags and
+  /// tracestate, parent id = `parent.span`.
+  static span child_of(const span_context& parent, span_id id,
+                       std::string name, uint64_t start_ns = 0);
+
   /// The root span `butlers.switchboard.message` of `t`.
   static span root_of(const request_trace& t, std::string name,
                       uint64_t start_ns = 0);
