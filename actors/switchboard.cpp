@@ -25,6 +25,7 @@
 #include "runtime/json.hpp"
 #include "runtime/operator_action.hpp"
 #include "runtime/planning.hpp"
+#include "runtime/request_log.hpp"
 #include "runtime/route.hpp"
 #include "runtime/router.hpp"
 #include "runtime/scripted.hpp"
@@ -329,6 +330,7 @@ void complete(switchboard_ptr self, finished_request f) {
   auto id = f.context.request_id;
   auto state = f.done.state;
   self->state.tracing.finished(f, owes(self, f));
+  log_request_finished(f.context, f.done);
   owe_terminal(self, std::move(f),
                [self, id, state](completion done, bool owed) {
                  self->state.tracing.handed_over(id, owed);
@@ -527,8 +529,9 @@ named_statement plan_statement(switchboard_ptr self, const inbox_ref& ref,
     st.metrics.fallback_to_general->inc();
     if (plan.fallback_reason.rfind("router_parse_failure", 0) == 0)
       st.metrics.router_parse_failure->inc();
-    spdlog::info("request {}: routed to general ({})", ref.request_id,
-                 plan.fallback_reason);
+    log_with(spdlog::level::info, request_log_fields(record.context),
+             "request {}: routed to general ({})", ref.request_id,
+             plan.fallback_reason);
   }
   return stmt;
 }

@@ -7,6 +7,9 @@
 
 #include "runtime/json.hpp"
 #include "runtime/log.hpp"
+#include "runtime/request_log.hpp"
+#include "runtime/route.hpp"
+#include "runtime/tracing.hpp"
 
 namespace {
 
@@ -107,4 +110,41 @@ TEST(log_with, skips_formatting_below_the_level) {
     text = log.text();
   }
   EXPECT_EQ(text, "");
+}
+
+TEST(request_log, trace_id_is_the_one_the_request_trace_has) {
+  const std::string id = "0193a3c2-7b1e-7cc0-9d2a-3f2b8c1d4e5f";
+  const std::string tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-"
+                         "01";
+  // With an envelope traceparent: its trace id.
+  EXPECT_EQ(butlers::request_trace_id_hex(id, tp),
+            "0af7651916cd43dd8448eb211c80319c");
+  EXPECT_EQ(butlers::request_trace_id_hex(id, tp),
+            butlers::to_hex(
+              butlers::request_trace_for(id, tp, 1.0).root.trace));
+  // Without one (or an invalid one): the one derived from the request id,
+  // as the switchboard's trace has it.
+  auto derived = butlers::to_hex(
+    butlers::request_trace_for(id, "", 1.0).root.trace);
+  EXPECT_EQ(butlers::request_trace_id_hex(id, ""), derived);
+  EXPECT_EQ(butlers::request_trace_id_hex(id, "not-a-traceparent"), derived);
+  EXPECT_EQ(derived.size(), 32u);
+}
+
+TEST(request_log, request_fields_name_request_source_and_trace) {
+  butlers::request_context ctx;
+  ctx.request_id = "r-1";
+  ctx.source_channel = "telegram";
+  ctx.trace_parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+  EXPECT_EQ(butlers::request_log_fields(ctx).members(),
+            R"("request_id":"r-1","source":"telegram",)"
+            R"("trace_id":"0af7651916cd43dd8448eb211c80319c")");
+  butlers::route_envelope env;
+  env.request_id = "r-1";
+  env.source_channel = "api";
+  env.butler = "health";
+  env.trace_parent = ctx.trace_parent;
+  EXPECT_EQ(butlers::route_log_fields(env).members(),
+            R"("request_id":"r-1","source":"api","destination_butler":)"
+            R"("health","trace_id":"0af7651916cd43dd8448eb211c80319c")");
 }
