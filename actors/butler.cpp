@@ -9,8 +9,10 @@
 #include <caf/spawn_options.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/butler_tracing.hpp"
 #include "actors/external_runner.hpp"
 #include "actors/lifecycle.hpp"
+#include "runtime/request_log.hpp"
 #include "runtime/scripted.hpp"
 #include "runtime/uuid.hpp"
 
@@ -23,6 +25,12 @@ using namespace std::chrono_literals;
 double ms_since(std::chrono::steady_clock::time_point t) {
   using ms = std::chrono::duration<double, std::milli>;
   return ms{std::chrono::steady_clock::now() - t}.count();
+}
+
+int64_t ms_between(std::chrono::steady_clock::time_point from,
+                   std::chrono::steady_clock::time_point to) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(to - from)
+    .count();
 }
 
 void update_gauges(butler_ptr self) {
@@ -252,6 +260,9 @@ void on_done(butler_ptr self, session_outcome& out) {
   auto& held = ended->held;
   auto duration_ms = ms_since(ended->started);
   st.session_duration->observe(duration_ms);
+  log_work_finished(held.env, out, ms_between(held.since, ended->started),
+                    static_cast<int64_t>(duration_ms));
+  trace_work_run(self, *ended, out);
   if (has_usage(out.usage))
     st.usage->observe(out.usage, duration_ms / 1000);
   // A thread's run answers into the thread's transcript, not through the
@@ -765,6 +776,7 @@ class session_runner final : public work_runner {
       params_.reader = self->state.ctx->reader();
       params_.meters = self->state.usage->budgets();
     }
+    params_.traces = self->state.ctx->traces;
     return self->spawn<caf::linked>(session, params_, held.item, held.env,
                                     butler_actor{self}, std::move(held.steer));
   }

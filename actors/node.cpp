@@ -155,6 +155,9 @@ int run_node(const node_settings& settings) {
   auto ctx = std::make_shared<node_context>();
   ctx->status.database_configured = !settings.database.url.empty();
   ctx->lifecycle = lifecycle_policy{settings.messenger.adapters};
+  ctx->traces = std::make_shared<tracer>(tracer_options_of(settings.telemetry,
+                                                           settings.node.name),
+                                         &ctx->metrics);
   ctx->events = std::make_shared<
     event_hub>(settings.threads.max_subscribers,
                settings.threads.subscriber_buffer,

@@ -14,6 +14,7 @@
 #include "runtime/lifecycle.hpp"
 #include "runtime/metrics.hpp"
 #include "runtime/node_status.hpp"
+#include "runtime/tracing.hpp"
 
 namespace butlers {
 
@@ -124,6 +125,11 @@ struct node_context {
   /// Which source channels get lifecycle reactions (set by the node from
   /// the messenger's adapters before any actor starts; none by default).
   lifecycle_policy lifecycle;
+
+  /// The node's tracer (runtime/tracing.hpp); never null, disabled unless
+  /// `[telemetry] otlp_endpoint` is set (replaced by the node before any
+  /// actor starts).
+  tracer_ptr traces = std::make_shared<tracer>();
 
  private:
   mutable std::mutex mtx_;

@@ -13,6 +13,7 @@
 #include "runtime/cli_output.hpp"
 #include "runtime/fanout.hpp"
 #include "runtime/json.hpp"
+#include "runtime/request_log.hpp"
 #include "runtime/scripted.hpp"
 #include "runtime/subprocess.hpp"
 
@@ -113,8 +114,10 @@ bool over_budget(session_ptr self) {
     return false;
   if (st.params.meters.stopped)
     st.params.meters.stopped->inc();
-  spdlog::info("session {} of {}: stopped: {}", st.item.work_id,
-               st.params.butler, *overrun);
+  log_with(spdlog::level::info,
+           route_log_fields(st.env).add("work_id", st.item.work_id),
+           "session {} of {}: stopped: {}", st.item.work_id, st.params.butler,
+           *overrun);
   st.adapter->stop();
   fail(self, "validation_error", std::move(*overrun), false);
   return true;
@@ -562,8 +565,10 @@ void on_budget_read(session_ptr self, const named_result& r) {
     auto& m = st.params.meters;
     if (auto* c = d.daily ? m.refused_daily : m.refused_request)
       c->inc();
-    spdlog::info("session {} of {}: refused: {}", st.item.work_id,
-                 st.params.butler, *d.refusal);
+    log_with(spdlog::level::info,
+             route_log_fields(st.env).add("work_id", st.item.work_id),
+             "session {} of {}: refused: {}", st.item.work_id, st.params.butler,
+             *d.refusal);
     fail(self, "validation_error", std::move(*d.refusal), false);
     return;
   }

@@ -15,6 +15,7 @@
 #include "runtime/delivery.hpp"
 #include "runtime/route.hpp"
 #include "runtime/session_pool.hpp"
+#include "runtime/tracing.hpp"
 #include "runtime/usage.hpp"
 
 namespace butlers {
@@ -60,6 +61,9 @@ struct session_params {
   db_reader_actor reader;
   /// Counts budget refusals and stops (null counters: none).
   budget_meters meters;
+  /// The node's tracer: model runtimes record a span per model call
+  /// (runtime/butler_trace.hpp). Null: none.
+  tracer_ptr traces;
 };
 
 struct session_state;

@@ -27,6 +27,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/session_adapters.hpp"
+#include "runtime/butler_trace.hpp"
 #include "runtime/config.hpp"
 #include "runtime/http_client.hpp"
 #include "runtime/interruptible_sleep.hpp"
@@ -57,6 +58,10 @@ struct http_model_run {
   session_actor me;
   std::string work_id;
   std::string butler;
+  /// The node's tracer when the run is traced and sampled (else null), and
+  /// where its calls' `chat {model}` spans go.
+  tracer_ptr traces;
+  model_call_parent trace;
 };
 
 /// How one HTTP request ended.
@@ -223,10 +228,44 @@ call_outcome call_once(http_model_run& r, session_usage& usage) {
   return out;
 }
 
+/// Records the `chat {model}` span of one HTTP request: `before` and
+/// `after` are the run's usage around it.
+void trace_call(const http_model_run& r, const session_usage& before,
+                const session_usage& after, uint64_t start_ns,
+                const call_outcome& out) {
+  model_call_record c;
+  c.provider = api_name(r.settings.api);
+  c.request_model = r.settings.model;
+  c.response_model = after.model;
+  c.start_ns = start_ns;
+  c.end_ns = unix_nanos_now();
+  c.usage_seen = after.input_tokens != before.input_tokens
+                 || after.output_tokens != before.output_tokens;
+  c.input_tokens = after.input_tokens - before.input_tokens;
+  c.output_tokens = after.output_tokens - before.output_tokens;
+  if (out.kind != call_outcome::ok) {
+    c.error_class = out.kind == call_outcome::stopped ? "cancelled"
+                                                      : out.error_class;
+    c.error_message = out.message;
+  }
+  r.traces->record(model_call_span(r.trace, c));
+}
+
+/// One model call (traced when the run is) and its model-call span.
+call_outcome call_traced(http_model_run& r, session_usage& usage) {
+  if (!r.traces)
+    return call_once(r, usage);
+  auto before = usage;
+  auto start_ns = unix_nanos_now();
+  auto out = call_once(r, usage);
+  trace_call(r, before, usage, start_ns, out);
+  return out;
+}
+
 /// One model call with its retries.
 call_outcome call_with_retries(http_model_run& r, session_usage& usage) {
   for (uint32_t attempt = 0;; ++attempt) {
-    auto out = call_once(r, usage);
+    auto out = call_traced(r, usage);
     if (out.kind != call_outcome::retry)
       return out;
     if (attempt >= r.rt.retries) {
@@ -345,6 +384,13 @@ class http_model_adapter final : public session_adapter {
     run->me = session_actor{self};
     run->work_id = st.item.work_id;
     run->butler = st.params.butler;
+    if (auto& tr = st.params.traces; tr && tr->enabled()) {
+      run->trace = model_call_parent_of(st.item.work_id, st.item.lease_token,
+                                        st.env.trace_parent,
+                                        tr->sample_ratio());
+      if (run->trace.trace.sampled())
+        run->traces = tr;
+    }
     // Input that arrived before the session started is seen by the first
     // call.
     on_steer(self);

@@ -25,6 +25,7 @@
 #include "runtime/json.hpp"
 #include "runtime/operator_action.hpp"
 #include "runtime/planning.hpp"
+#include "runtime/request_log.hpp"
 #include "runtime/route.hpp"
 #include "runtime/router.hpp"
 #include "runtime/scripted.hpp"
@@ -108,6 +109,7 @@ void start_request(switchboard_ptr self, queued_request q) {
   auto& st = self->state;
   st.metrics.process_latency->observe(
     static_cast<double>(unix_now_us() - q.ref.received_at_us) / 1000.0);
+  st.tracing.started(q.ref.request_id);
   if (q.record && st.routing.router.kind != router_kind::cli
       && registry_of(self)) {
     plan_and_claim(self, std::move(q.ref), std::move(q.record));
@@ -220,6 +222,8 @@ void on_stored(switchboard_ptr self, ingest_batch& b,
                    r.request_id);
     } else if (r.error_code == 0) {
       st.metrics.received->inc();
+      st.tracing.stored(a.record.get(), a.dedupe_key, b.handed_ns,
+                        b.slots.size(), false);
       if (offer(self, a.ref, std::move(a.order_key), std::move(a.record))) {
         st.metrics.enqueued_hot->inc();
         offered = true;
@@ -247,6 +251,7 @@ void ingest_records(switchboard_ptr self, std::vector<inbox_record> recs,
   auto b = std::make_shared<ingest_batch>();
   b->done = std::move(done);
   b->out.resize(recs.size());
+  b->handed_ns = st.tracing.on() ? unix_nanos_now() : 0;
   uint64_t overloaded = 0;
   auto admitted = st.admission->admit(*b, recs, st.ctx->status.draining,
                                       &overloaded);
@@ -318,6 +323,7 @@ void cancel_work(switchboard_ptr self, const std::string& butler,
 /// Stops tracking a request: its terminal transition is written, or it is
 /// no longer ours.
 void forget_request(switchboard_ptr self, const std::string& id) {
+  self->state.tracing.forget(id);
   self->state.tracker->forget(id);
   self->state.hosts.drop_request(id);
 }
@@ -328,8 +334,11 @@ void forget_request(switchboard_ptr self, const std::string& id) {
 void complete(switchboard_ptr self, finished_request f) {
   auto id = f.context.request_id;
   auto state = f.done.state;
+  self->state.tracing.finished(f, owes(self, f));
+  log_request_finished(f.context, f.done);
   owe_terminal(self, std::move(f),
                [self, id, state](completion done, bool owed) {
+                 self->state.tracing.handed_over(id, owed);
                  if (!owed) { // still 'progress': the cold path finishes it
                               // again
                    forget_request(self, id);
@@ -340,6 +349,7 @@ void complete(switchboard_ptr self, finished_request f) {
                    self, std::move(done),
                    [self, id, state](bool applied) {
                      auto& st = self->state;
+                     st.tracing.completed(id, applied);
                      forget_request(self, id);
                      if (!applied)
                        st.metrics.lease_lost->inc();
@@ -354,6 +364,7 @@ void complete(switchboard_ptr self, finished_request f) {
                      // plans the request again from what is stored.
                      spdlog::warn("request {}: terminal state not written: {}",
                                   id, to_string(err));
+                     self->state.tracing.completed(id, false, to_string(err));
                      forget_request(self, id);
                      pump(self);
                    });
@@ -396,6 +407,7 @@ void on_door_answer(switchboard_ptr self, const outbound& o,
   using ms = std::chrono::duration<double, std::milli>;
   auto now = std::chrono::steady_clock::now();
   tracker_actions out;
+  self->state.tracing.door_answer(o.request_id, o.attempt_id, r);
   self->state.tracker->on_door_answer(o.request_id, o.attempt_id, std::move(r),
                                       ms{now - o.started}.count(), now, out);
   carry_out(self, std::move(out));
@@ -444,6 +456,7 @@ void send_to_host(switchboard_ptr self, std::shared_ptr<const outbound> o,
 /// recently named it, or whichever the registry names now.
 void send_dispatch(switchboard_ptr self, dispatch_order d) {
   auto& st = self->state;
+  st.tracing.dispatching(d); // the envelope's traceparent: this attempt
   auto o = std::make_shared<outbound>();
   o->request_id = std::move(d.request_id);
   o->segment_id = std::move(d.segment_id);
@@ -482,6 +495,7 @@ void send_dispatch(switchboard_ptr self, dispatch_order d) {
 
 /// A butler's final route_response (or an immediate error response).
 void on_outcome(switchboard_ptr self, route_response r) {
+  self->state.tracing.outcome(r);
   tracker_actions out;
   self->state.tracker->on_outcome(r, std::chrono::steady_clock::now(), out);
   carry_out(self, std::move(out));
@@ -496,6 +510,8 @@ void start_fanout(switchboard_ptr self, inbox_ref ref, claim_result claim,
   auto id = ref.request_id;
   tracker_actions out;
   show_lifecycle(self, claim.record.context, lifecycle_state::progress);
+  self->state.tracing.fanned_out(id, self->state.ctx->lifecycle.reacts(
+                                       claim.record.context.source_channel));
   self->state.hosts.drop_request(id);
   self->state.tracker->start(std::move(ref), claim.lease_token,
                              std::move(claim.record), rows, unix_now_us(),
@@ -513,12 +529,14 @@ named_statement plan_statement(switchboard_ptr self, const inbox_ref& ref,
   st.metrics.policy_reroutes->inc(
     make_plan_statement(ref, record, st.routing.router.rules,
                         to_string(st.cfg.fanout_mode), plan, stmt));
+  st.tracing.planned(record, plan, stmt.query);
   if (plan.fallback) {
     st.metrics.fallback_to_general->inc();
     if (plan.fallback_reason.rfind("router_parse_failure", 0) == 0)
       st.metrics.router_parse_failure->inc();
-    spdlog::info("request {}: routed to general ({})", ref.request_id,
-                 plan.fallback_reason);
+    log_with(spdlog::level::info, request_log_fields(record.context),
+             "request {}: routed to general ({})", ref.request_id,
+             plan.fallback_reason);
   }
   return stmt;
 }
@@ -701,6 +719,7 @@ void tick(switchboard_ptr self) {
   auto& st = self->state;
   tracker_actions out;
   st.tracker->expire_due(std::chrono::steady_clock::now(), out);
+  st.tracing.expire(unix_nanos_now());
   carry_out(self, std::move(out));
   if (++st.ticks % std::max<uint32_t>(1, st.cfg.lease_s / 3) == 0)
     renew_leases(self);
@@ -799,6 +818,9 @@ switchboard_actor::behavior_type switchboard(switchboard_ptr self,
   st.writes.set_writer(st.writer);
   st.ctx = std::move(ctx);
   st.metrics = switchboard_metrics{st.ctx->metrics};
+  st.tracing = switchboard_tracing{st.ctx->traces, st.routing.router.kind,
+                                   st.routing.router.family,
+                                   to_string(st.cfg.fanout_mode)};
   st.tracker.emplace(st.cfg, st.routing.policies, st.ctx->metrics);
   st.hot.emplace(st.cfg.queue_capacity, st.cfg.fairness,
                  st.cfg.source_queue_capacity, st.metrics.fair);

@@ -27,6 +27,7 @@
 #include "runtime/hot_queue.hpp"
 #include "runtime/request_tracker.hpp"
 #include "runtime/switchboard_metrics.hpp"
+#include "runtime/switchboard_trace.hpp"
 
 namespace butlers {
 
@@ -74,6 +75,8 @@ struct switchboard_state {
   /// `lease_s / 3` of them).
   uint64_t ticks = 0;
   switchboard_metrics metrics;
+  /// The requests' spans (issue 26; no-ops with tracing off).
+  switchboard_tracing tracing;
   /// Clean shutdown: the inbox leases were handed back; none is renewed
   /// and the cold path offers no more rows.
   bool released = false;

@@ -29,6 +29,7 @@ std::vector<inbox_record> ingest_admission::admit(
     auto kept = std::make_shared<inbox_record>();
     kept->context = ctx;
     kept->normalized_text = recs[i].normalized_text;
+    kept->schema_version = recs[i].schema_version;
     kept->policy_tier = recs[i].policy_tier.empty() ? "default"
                                                     : recs[i].policy_tier;
     b.admitted.push_back({{ctx.request_id, ctx.received_at_us},

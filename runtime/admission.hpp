@@ -32,6 +32,8 @@ struct ingest_batch {
   /// Per admitted record, its index in `out`.
   std::vector<size_t> slots;
   std::vector<admitted_record> admitted;
+  /// When the switchboard got the batch (Unix ns; set only while tracing).
+  uint64_t handed_ns = 0;
 };
 
 class ingest_admission {

@@ -143,6 +143,8 @@ void read_root(parser& p, const toml::table& root) {
     read_table(p, *t, "threads", threads_fields(), out.threads);
   if (auto t = s.table("connectors"))
     read_table(p, *t, "connectors", connectors_fields(), out.connector_stats);
+  if (auto t = s.table("telemetry"))
+    read_table(p, *t, "telemetry", telemetry_fields(), out.telemetry);
   s.finish();
 }
 
@@ -233,14 +235,19 @@ bool operator==(const connectors_config& x, const connectors_config& y) {
   return equal_fields(connectors_fields(), x, y);
 }
 
+bool operator==(const telemetry_config& x, const telemetry_config& y) {
+  return equal_fields(telemetry_fields(), x, y);
+}
+
 bool operator==(const node_settings& x, const node_settings& y) {
   return std::tie(x.node, x.database, x.http, x.switchboard, x.router,
                   x.policies, x.budgets, x.butlers, x.messenger, x.connectors,
-                  x.cluster, x.scheduler, x.threads, x.connector_stats)
+                  x.cluster, x.scheduler, x.threads, x.connector_stats,
+                  x.telemetry)
          == std::tie(y.node, y.database, y.http, y.switchboard, y.router,
                      y.policies, y.budgets, y.butlers, y.messenger,
                      y.connectors, y.cluster, y.scheduler, y.threads,
-                     y.connector_stats);
+                     y.connector_stats, y.telemetry);
 }
 
 bool cluster_config::hosts(const std::string& name) const {
@@ -466,6 +473,8 @@ std::string to_toml(const node_settings& s) {
   out << "\n[threads]\n" << print_fields(threads_fields(), s.threads);
   out << "\n[connectors]\n"
       << print_fields(connectors_fields(), s.connector_stats);
+
+  out << "\n[telemetry]\n" << print_fields(telemetry_fields(), s.telemetry);
   for (auto& b : s.butlers) {
     out << "\n[[butler]]\n" << print_fields(butler_fields(), b);
     out << "[butler.runtime]\n" << print_fields(runtime_fields(), b.runtime);

@@ -599,6 +599,32 @@ struct scheduler_config {
   uint32_t max_throughput = 0;
 };
 
+/// `[telemetry]`: distributed tracing (OTLP/HTTP export of spans).
+struct telemetry_config {
+  /// Base URL of an OTLP/HTTP receiver (e.g. "http://127.0.0.1:4318");
+  /// spans go to `{otlp_endpoint}/v1/traces`. "" (the default) = off.
+  std::string otlp_endpoint;
+  /// json or protobuf. Default json.
+  otlp_encoding encoding = otlp_encoding::json;
+  /// Fraction of new traces sampled (an incoming traceparent's sampled
+  /// flag decides for its own). Default 1.0, range 0..1.
+  double sample_ratio = 1.0;
+  /// Spans waiting for export; more are dropped and counted. Default
+  /// 8192, range 1..1000000.
+  uint32_t queue_capacity = 8192;
+  /// Spans per export request at most. Default 512, range 1..10000.
+  uint32_t batch_max_spans = 512;
+  /// Longest a span waits before its batch is sent. Default 1000, range
+  /// 10..60000.
+  uint32_t batch_interval_ms = 1000;
+  /// Bound on one export request. Default 5000, range 100..60000.
+  uint32_t export_timeout_ms = 5000;
+  /// Name of an environment variable holding extra request headers
+  /// (`Name=value` or `Name: value`, comma or newline separated), e.g. an
+  /// API key. "" (the default) = none.
+  std::string headers_env;
+};
+
 /// Where a value was written in the file: 1-based line and column.
 struct source_position {
   /// Line, 1-based; 0 when unknown.
@@ -637,6 +663,9 @@ struct node_settings {
   threads_config threads;
   /// `[connectors]` (issue 26, h-conn).
   connectors_config connector_stats;
+
+  /// `[telemetry]`.
+  telemetry_config telemetry;
   /// File the settings were read from; "" when not from a file.
   std::string path;
   /// Where each key and table was written, by dotted key ("http.bind",
@@ -669,6 +698,8 @@ bool operator==(const cluster_config& x, const cluster_config& y);
 bool operator==(const scheduler_config& x, const scheduler_config& y);
 bool operator==(const threads_config& x, const threads_config& y);
 bool operator==(const connectors_config& x, const connectors_config& y);
+
+bool operator==(const telemetry_config& x, const telemetry_config& y);
 
 /// Compares every section; `path` and `positions` (where the settings came
 /// from, not what they are) are ignored.

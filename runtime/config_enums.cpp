@@ -114,6 +114,15 @@ const std::vector<enum_name<scheduler_policy>>& enum_names<scheduler_policy>() {
 }
 
 template<>
+const std::vector<enum_name<otlp_encoding>>& enum_names<otlp_encoding>() {
+  static const std::vector<enum_name<otlp_encoding>> names{
+    {otlp_encoding::json, "json"},
+    {otlp_encoding::protobuf, "protobuf"},
+  };
+  return names;
+}
+
+template<>
 const std::vector<enum_name<butlers_errc>>& enum_names<butlers_errc>() {
   // Named by butlers_errc's own to_string, so the two cannot drift apart.
   static const std::vector<enum_name<butlers_errc>> names = [] {

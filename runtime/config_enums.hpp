@@ -92,6 +92,14 @@ enum class connector_mode {
 /// `[scheduler]` `policy`: CAF's scheduling policy.
 enum class scheduler_policy { stealing, sharing };
 
+/// `[telemetry]` `encoding`: how spans are encoded for OTLP/HTTP.
+enum class otlp_encoding {
+  /// `application/json` (the OTLP JSON Protobuf Encoding).
+  json,
+  /// `application/x-protobuf`.
+  protobuf,
+};
+
 /// One enumerator and its name in node.toml.
 template<class E>
 struct enum_name {
@@ -127,6 +135,8 @@ template<>
 const std::vector<enum_name<connector_mode>>& enum_names<connector_mode>();
 template<>
 const std::vector<enum_name<scheduler_policy>>& enum_names<scheduler_policy>();
+template<>
+const std::vector<enum_name<otlp_encoding>>& enum_names<otlp_encoding>();
 /// `[butler.runtime]` `fail_class`: only the error classes of the taxonomy
 /// (spec 001 §10.6), not the internal codes.
 template<>
@@ -181,6 +191,9 @@ inline const char* to_string(connector_mode x) {
   return name_of(x);
 }
 inline const char* to_string(scheduler_policy x) {
+  return name_of(x);
+}
+inline const char* to_string(otlp_encoding x) {
   return name_of(x);
 }
 

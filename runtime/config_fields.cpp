@@ -706,6 +706,32 @@ const fields<connectors_config>& connectors_fields() {
   return list;
 }
 
+// -- [telemetry] (issue 26, tracing) -----------------------------------------
+
+const fields<telemetry_config>& telemetry_fields() {
+  using c = telemetry_config;
+  static const fields<c> list{
+    text("otlp_endpoint", &c::otlp_endpoint,
+         "base URL of an OTLP/HTTP receiver; spans go to {url}/v1/traces; "
+         "empty: tracing off"),
+    choice("encoding", &c::encoding, "OTLP/HTTP body encoding"),
+    number("sample_ratio", &c::sample_ratio, 0.0, 1.0,
+           "fraction of new traces sampled"),
+    integer("queue_capacity", &c::queue_capacity, 1, 1000000,
+            "spans waiting for export; more are dropped and counted"),
+    integer("batch_max_spans", &c::batch_max_spans, 1, 10000,
+            "spans per export request at most"),
+    integer("batch_interval_ms", &c::batch_interval_ms, 10, 60000,
+            "longest a span waits before its batch is sent"),
+    integer("export_timeout_ms", &c::export_timeout_ms, 100, 60000,
+            "bound on one export request"),
+    text("headers_env", &c::headers_env,
+         "environment variable with extra export headers "
+         "(Name=value, comma separated), e.g. an API key"),
+  };
+  return list;
+}
+
 // -- the reference ------------------------------------------------------------
 
 namespace {
@@ -756,6 +782,8 @@ std::vector<section_reference> config_reference() {
     reference_of("[scheduler]", scheduler_fields()),
     reference_of("[threads]", threads_fields()),
     reference_of("[connectors]", connectors_fields()),
+
+    reference_of("[telemetry]", telemetry_fields()),
   };
 }
 

@@ -405,4 +405,7 @@ const fields<threads_config>& threads_fields();
 /// `[connectors]` (issue 26, h-conn).
 const fields<connectors_config>& connectors_fields();
 
+/// `[telemetry]` (issue 26, tracing).
+const fields<telemetry_config>& telemetry_fields();
+
 } // namespace butlers::config_detail
