@@ -258,9 +258,10 @@ TEST(Tracer, ExportsBatchesToTheReceiver) {
     tracer t{options_for(receiver.endpoint()), &m};
     auto tr = t.trace_for("req-3", "");
     for (int i = 0; i < 3; ++i)
-      EXPECT_TRUE(t.record(span::child_of(tr, tr.root.span, random_span_id(),
+      EXPECT_TRUE(
+        t.record(std::move(span::child_of(tr, tr.root.span, random_span_id(),
                                           "s" + std::to_string(i))
-                             .end()));
+                             .end())));
     auto unsampled = request_trace_for("req-4", "", 0.0);
     EXPECT_FALSE(t.record(span::root_of(unsampled, "x")));
     auto spans = receiver.wait_for(
@@ -298,7 +299,7 @@ TEST(Tracer, SendsProtobufAndTheConfiguredHeaders) {
   EXPECT_EQ(o.headers[1].second, "Bearer t");
   tracer t{o, nullptr};
   auto tr = t.trace_for("req-5", "");
-  t.record(span::root_of(tr, "root").end());
+  t.record(std::move(span::root_of(tr, "root").end()));
   ASSERT_TRUE(eventually(
     [&] {
       return !receiver.requests().empty();
@@ -319,7 +320,7 @@ TEST(Tracer, RetriesA503ThenDropsTheBatchAndCountsIt) {
   o.max_attempts = 2;
   tracer t{o, &m};
   auto tr = t.trace_for("req-6", "");
-  t.record(span::root_of(tr, "root").end());
+  t.record(std::move(span::root_of(tr, "root").end()));
   ASSERT_TRUE(eventually(
     [&] {
       return t.dropped_export_failed() == 1;
@@ -345,7 +346,7 @@ TEST(Tracer, AFullQueueDropsAndCounts) {
     auto tr = t.trace_for("req-7", "");
     int taken = 0;
     for (int i = 0; i < 10; ++i)
-      taken += t.record(span::root_of(tr, "root").end()) ? 1 : 0;
+      taken += t.record(std::move(span::root_of(tr, "root").end())) ? 1 : 0;
     EXPECT_EQ(taken, 4);
     EXPECT_EQ(t.dropped_queue_full(), 6u);
   } // the last flush finds the receiver down: counted as export_failed
@@ -421,8 +422,9 @@ TEST(SwitchboardTracing, BuildsTheRequestTreeAndCarriesTheDispatchContext) {
   EXPECT_EQ(root->attr("switchboard.model_family"), "rules");
   for (auto& s : spans) {
     EXPECT_EQ(s.trace_id, root->trace_id) << s.name;
-    if (&s != root)
+    if (&s != root) {
       EXPECT_EQ(s.parent_span_id, root->span_id) << s.name;
+    }
   }
   auto dispatch = find_span(spans, "butlers.switchboard.route.dispatch");
   ASSERT_NE(dispatch, nullptr);
