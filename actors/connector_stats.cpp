@@ -34,7 +34,12 @@ void arm(stats_ptr self, timer_kind kind) {
   auto& st = self->state;
   auto token = (++st.timers[kind] << 2) | kind;
   if (kind == gauge_timer) {
-    self->delayed_send(self, gauge_period, schedule_atom_v, token);
+    // Every second until the partitions are made (the writer connects
+    // within a few), then at the gauge's own pace.
+    auto period = st.partitions_ensured
+                    ? caf::timespan{gauge_period}
+                    : caf::timespan{std::chrono::seconds{1}};
+    self->delayed_send(self, period, schedule_atom_v, token);
     return;
   }
   auto& cron = kind == hourly_timer ? st.hourly_cron : st.daily_cron;
@@ -199,9 +204,13 @@ void refresh_gauge(stats_ptr self) {
 
 /// Creates the heartbeat log's partitions for this month and the next (at
 /// start, and on every gauge tick until it worked once: the writer may not
-/// be connected yet; the hourly and retention runs keep doing it).
+/// be connected yet; the hourly and retention runs keep doing it). Not
+/// before the writer is connected: a write sent earlier is refused, and
+/// counted, as unavailable.
 void ensure_partitions(stats_ptr self) {
   auto& st = self->state;
+  if (!st.ctx->status.database_ready)
+    return;
   self
     ->request(st.writer, local_call, exec_atom_v,
               named_statement{"connector_partitions_ensure",

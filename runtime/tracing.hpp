@@ -182,8 +182,8 @@ struct span {
   /// A span whose parent is the remote or local span `parent` (e.g. the
   /// dispatch span named by a route.v1 traceparent): same trace, flags and
   /// tracestate, parent id = `parent.span`.
-  static span child_of(const span_context& parent, span_id id,
-                       std::string name, uint64_t start_ns = 0);
+  static span child_of(const span_context& parent, span_id id, std::string name,
+                       uint64_t start_ns = 0);
 
   /// The root span `butlers.switchboard.message` of `t`.
   static span root_of(const request_trace& t, std::string name,
