@@ -84,6 +84,17 @@ std::optional<span_context> parse_traceparent(std::string_view s);
 /// `00-<trace>-<span>-<flags>`.
 std::string to_traceparent(const span_context& x);
 
+/// The longest tracestate carried (bytes): W3C Trace Context's
+/// recommended propagation limit.
+inline constexpr size_t max_tracestate_bytes = 512;
+
+/// True when `s` is a W3C tracestate worth carrying: at most
+/// `max_tracestate_bytes`, at most 32 list members, each empty or
+/// `key=value` with a key of `[a-z0-9][a-z0-9_*/@-]{0,255}` and a value of
+/// 1-256 printable ASCII characters other than `,` and
+/// `=` that does not end in a space. Duplicate keys are not looked for.
+bool usable_tracestate(std::string_view s);
+
 /// A trace id derived from a request id (SHA-256, first 16 bytes); never
 /// all zero.
 trace_id derive_trace_id(std::string_view request_id);
@@ -182,8 +193,8 @@ struct span {
   /// A span whose parent is the remote or local span `parent` (e.g. the
   /// dispatch span named by a route.v1 traceparent): same trace, flags and
   /// tracestate, parent id = `parent.span`.
-  static span child_of(const span_context& parent, span_id id,
-                       std::string name, uint64_t start_ns = 0);
+  static span child_of(const span_context& parent, span_id id, std::string name,
+                       uint64_t start_ns = 0);
 
   /// The root span `butlers.switchboard.message` of `t`.
   static span root_of(const request_trace& t, std::string name,
