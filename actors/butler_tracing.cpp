@@ -42,6 +42,7 @@ void trace_work_run(butler_ptr self, const running_session& ended,
   r.segment_id = held.env.segment_id;
   r.trigger_source = held.item.trigger_source;
   r.traceparent = held.env.trace_parent;
+  r.tracestate = held.env.trace_state;
   if (held.item.trigger_source == "thread")
     r.conversation_id = held.env.source_thread_identity;
   r.attempt = held.item.attempts;

@@ -38,6 +38,7 @@ span root_span(const work_run_record& r, const request_trace& t) {
   if (auto dispatch = parse_traceparent(r.traceparent)) {
     span_link link;
     link.context = *dispatch;
+    link.context.tracestate = r.tracestate;
     link.attributes.push_back(attribute{"request.id", r.request_id});
     root.links.push_back(std::move(link));
   }

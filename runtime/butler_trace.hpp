@@ -35,6 +35,8 @@ struct work_run_record {
   std::string trigger_source;
   /// The dispatch span's traceparent from route.v1 ("" = none).
   std::string traceparent;
+  /// The tracestate that came with it ("" = none), kept on the link.
+  std::string tracestate;
   /// A thread run's thread id ("" otherwise): `gen_ai.conversation.id`.
   std::string conversation_id;
   /// Sessions started for the item before this one (0 = first run).

@@ -157,7 +157,7 @@ void inbox_store::write_appends(pqxx::transaction_base& tx,
   pg_array ids{el::uuid}, received{el::int8}, channel{el::text},
     endpoint{el::text}, sender{el::text}, thread{el::text}, trace{el::text},
     raw{el::text}, text{el::text}, tier{el::text}, version{el::text},
-    keys{el::text};
+    keys{el::text}, trace_state{el::text};
   for (auto i : candidates) {
     auto& r = in[i];
     auto& ctx = r.context;
@@ -173,12 +173,13 @@ void inbox_store::write_appends(pqxx::transaction_base& tx,
     tier.add(r.policy_tier.empty() ? "default" : r.policy_tier);
     version.add(r.schema_version);
     keys.add(r.dedupe_key);
+    trace_state.add_or_null(ctx.trace_state);
   }
   auto fresh = tx.exec_prepared("inbox_append", ids.take(), received.take(),
                                 channel.take(), endpoint.take(), sender.take(),
                                 thread.take(), trace.take(), raw.take(),
                                 text.take(), tier.take(), version.take(),
-                                keys.take());
+                                keys.take(), trace_state.take());
   std::unordered_map<std::string, std::string> canonical;
   std::unordered_map<std::string_view, bool> is_new;
   for (auto row : fresh)
@@ -245,6 +246,7 @@ void inbox_store::write_claims(pqxx::work& tx, const std::vector<inbox_ref>& in,
     ctx.trace_parent = row[7].as<std::string>();
     c.record.normalized_text = row[8].as<std::string>();
     c.record.policy_tier = row[9].as<std::string>();
+    ctx.trace_state = row[10].as<std::string>();
     claimed.emplace(ctx.request_id, std::move(c));
   }
   out.clear();
@@ -715,6 +717,7 @@ std::vector<inbox_record> inbox_store::scan(uint32_t grace_s, uint32_t limit,
     ctx.trace_parent = row[6].as<std::string>();
     r.normalized_text = row[7].as<std::string>();
     r.policy_tier = row[8].as<std::string>();
+    ctx.trace_state = row[9].as<std::string>();
     out.push_back(std::move(r));
   }
   tx.commit();

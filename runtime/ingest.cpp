@@ -8,6 +8,7 @@
 
 #include "runtime/dedupe.hpp"
 #include "runtime/json.hpp"
+#include "runtime/tracing.hpp"
 #include "runtime/uuid.hpp"
 
 namespace butlers {
@@ -22,6 +23,7 @@ struct envelope {
   std::string sender_identity;
   std::string thread_identity;
   std::string trace_parent;
+  std::string trace_state;
   std::string external_event_id;
   std::string idempotency_key;
   std::string normalized_text;
@@ -48,6 +50,10 @@ inbox_record make_record(envelope&& e, std::string_view body,
   ctx.source_sender_identity = std::move(e.sender_identity);
   ctx.source_thread_identity = std::move(e.thread_identity);
   ctx.trace_parent = std::move(e.trace_parent);
+  // Dropped, never refused, when it is not usable; meaningless without a
+  // traceparent (W3C), which the spans check when they continue it.
+  if (usable_tracestate(e.trace_state))
+    ctx.trace_state = std::move(e.trace_state);
   rec.raw_payload = std::string{body};
   rec.normalized_text = std::move(e.normalized_text);
   rec.policy_tier = e.policy_tier.empty() ? "default"
@@ -145,7 +151,8 @@ enum class scope : uint8_t {
 };
 
 /// What the next value is: a field of the envelope, or `skip`, a member
-/// of `trace_context` other than `traceparent`, which may be anything.
+/// of `trace_context` other than `traceparent` and `tracestate`, which may
+/// be anything.
 enum class field : uint8_t {
   none,
   schema_version,
@@ -167,6 +174,7 @@ enum class field : uint8_t {
   trace_context,
   policy_tier,
   traceparent,
+  tracestate,
   skip,
 };
 
@@ -198,6 +206,7 @@ constexpr key_rule rules[] = {
   {scope::control, "trace_context", field::trace_context, false},
   {scope::control, "policy_tier", field::policy_tier, false},
   {scope::trace, "traceparent", field::traceparent, false},
+  {scope::trace, "tracestate", field::tracestate, false},
 };
 
 constexpr uint32_t bit(field f) {
@@ -256,14 +265,15 @@ class fast_reader
   // Anything the handlers below do not take: a number, a bool, or a value
   // of the wrong type for its field.
   bool Default() {
-    return free_value();
+    return free_value() || dropped_tracestate();
   }
 
   bool Null() {
     if (free_value())
       return true;
     auto f = std::exchange(pending_, field::none);
-    return f == field::external_thread_id || f == field::trace_context;
+    return f == field::external_thread_id || f == field::trace_context
+           || f == field::tracestate;
   }
 
   bool String(const char* str, rapidjson::SizeType len, bool) {
@@ -297,6 +307,7 @@ class fast_reader
         return one_of(s, {"default", "interactive", "high_priority"})
                && capture(out_.policy_tier, s);
       case field::traceparent: return capture(out_.trace_parent, s);
+      case field::tracestate: return capture(out_.trace_state, s);
       default: return false;
     }
   }
@@ -336,6 +347,7 @@ class fast_reader
       case field::control: return push(scope::control);
       case field::trace_context: return push(scope::trace);
       case field::raw:
+      case field::tracestate: // not a string: dropped, as on the full path
       case field::skip: skip_depth_ = 1; return true;
       default: return false;
     }
@@ -357,7 +369,8 @@ class fast_reader
       ++skip_depth_;
       return true;
     }
-    if (std::exchange(pending_, field::none) != field::skip)
+    auto f = std::exchange(pending_, field::none);
+    if (f != field::skip && f != field::tracestate)
       return false;
     skip_depth_ = 1;
     return true;
@@ -389,6 +402,15 @@ class fast_reader
     if (skip_depth_ > 0)
       return true;
     if (pending_ != field::skip)
+      return false;
+    pending_ = field::none;
+    return true;
+  }
+
+  /// True for a `tracestate` that is a number or a bool: dropped, as the
+  /// full path drops it (it never makes an ingest fail).
+  bool dropped_tracestate() {
+    if (pending_ != field::tracestate)
       return false;
     pending_ = field::none;
     return true;
@@ -479,6 +501,7 @@ ingest_parse_result parse_ingest_full(std::string_view body, size_t max_bytes,
   e.sender_identity = get_string(doc, {"sender", "identity"});
   e.thread_identity = get_string(doc, {"event", "external_thread_id"});
   e.trace_parent = get_string(doc, {"control", "trace_context", "traceparent"});
+  e.trace_state = get_string(doc, {"control", "trace_context", "tracestate"});
   e.external_event_id = get_string(doc, {"event", "external_event_id"});
   e.idempotency_key = get_string(doc, {"control", "idempotency_key"});
   e.policy_tier = get_string(doc, {"control", "policy_tier"});

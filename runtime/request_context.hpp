@@ -25,13 +25,16 @@ struct request_context {
   std::string source_thread_identity;
   /// W3C trace context (`traceparent`), empty when absent.
   std::string trace_parent;
+  /// W3C `tracestate` sent with it, empty when absent or not usable.
+  std::string trace_state;
 };
 
 template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, request_context& x) {
   return f(caf::meta::type_name("request_context"), x.request_id,
            x.received_at_us, x.source_channel, x.source_endpoint_identity,
-           x.source_sender_identity, x.source_thread_identity, x.trace_parent);
+           x.source_sender_identity, x.source_thread_identity, x.trace_parent,
+           x.trace_state);
 }
 
 inline bool operator==(const request_context& x, const request_context& y) {
@@ -40,7 +43,7 @@ inline bool operator==(const request_context& x, const request_context& y) {
          && x.source_endpoint_identity == y.source_endpoint_identity
          && x.source_sender_identity == y.source_sender_identity
          && x.source_thread_identity == y.source_thread_identity
-         && x.trace_parent == y.trace_parent;
+         && x.trace_parent == y.trace_parent && x.trace_state == y.trace_state;
 }
 
 } // namespace butlers

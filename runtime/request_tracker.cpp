@@ -747,6 +747,7 @@ route_envelope envelope_for(const request_context& ctx) {
   env.source_sender_identity = ctx.source_sender_identity;
   env.source_thread_identity = ctx.source_thread_identity;
   env.trace_parent = ctx.trace_parent;
+  env.trace_state = ctx.trace_state;
   return env;
 }
 

@@ -157,8 +157,10 @@ std::optional<route_rejection> parse_route(std::string_view text,
     out.segment_id = member(*sub, "segment_id");
     out.fanout_mode = member(*sub, "fanout_mode");
   }
-  if (auto tc = object_at(doc, "trace_context"))
+  if (auto tc = object_at(doc, "trace_context")) {
     out.trace_parent = member(*tc, "traceparent");
+    out.trace_state = member(*tc, "tracestate");
+  }
   out.butler = member(doc["target"], "butler");
   out.tool = member(doc["target"], "tool");
   out.prompt = member(doc["input"], "prompt");
@@ -200,8 +202,12 @@ std::string make_route_json(const route_envelope& x) {
   if (!x.notify_request.empty())
     out += R"(,"context":{"notify_request":)" + x.notify_request + '}';
   out += '}';
-  if (!x.trace_parent.empty())
-    out += R"(,"trace_context":{"traceparent":)" + quote(x.trace_parent) + '}';
+  if (!x.trace_parent.empty()) {
+    out += R"(,"trace_context":{"traceparent":)" + quote(x.trace_parent);
+    if (!x.trace_state.empty())
+      out += R"(,"tracestate":)" + quote(x.trace_state);
+    out += '}';
+  }
   out += '}';
   return out;
 }

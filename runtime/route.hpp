@@ -111,6 +111,8 @@ struct route_envelope {
   std::string notify_request;
   /// W3C traceparent, carried as trace_context.traceparent ("" = none).
   std::string trace_parent;
+  /// W3C tracestate, carried as trace_context.tracestate ("" = none).
+  std::string trace_state;
 };
 
 /// Why an envelope was refused: a taxonomy class and a message naming the

@@ -86,7 +86,8 @@ void switchboard_tracing::stored(const inbox_record* rec,
   if (!on_ || duplicate || rec == nullptr)
     return; // a duplicate is the original request's, traced there
   auto& ctx = rec->context;
-  auto tr = tracer_->trace_for(ctx.request_id, ctx.trace_parent);
+  auto tr = tracer_->trace_for(ctx.request_id, ctx.trace_parent,
+                               ctx.trace_state);
   if (!tr.sampled())
     return;
   auto now = unix_nanos_now();
@@ -131,7 +132,8 @@ void switchboard_tracing::planned(const inbox_record& rec,
   if (e == nullptr)
     return;
   e->trace = tracer_->trace_for(rec.context.request_id,
-                                rec.context.trace_parent);
+                                rec.context.trace_parent,
+                                rec.context.trace_state);
   e->known = true;
   e->context = rec.context;
   e->policy_tier = rec.policy_tier;
@@ -200,6 +202,7 @@ void switchboard_tracing::dispatching(dispatch_order& d) {
   s.kind = span_kind::producer;
   // The butler continues the trace from here (sampled or not).
   d.envelope.trace_parent = to_traceparent(s.context());
+  d.envelope.trace_state = s.tracestate;
   if (!e->trace.sampled())
     return;
   s.set("request.id", d.request_id)

@@ -137,6 +137,58 @@ std::string to_traceparent(const span_context& x) {
   return out;
 }
 
+namespace {
+
+bool is_key_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'
+         || c == '-' || c == '*' || c == '/' || c == '@';
+}
+
+bool is_value_char(char c) {
+  return c >= 0x20 && c <= 0x7e && c != ',' && c != '=';
+}
+
+/// One list member, without its surrounding optional white space.
+bool usable_member(std::string_view m) {
+  auto eq = m.find('=');
+  if (eq == std::string_view::npos)
+    return false;
+  auto key = m.substr(0, eq);
+  auto value = m.substr(eq + 1);
+  if (key.empty() || key.size() > 256 || key[0] == '_' || key[0] == '-'
+      || key[0] == '*' || key[0] == '/' || key[0] == '@')
+    return false;
+  if (!std::all_of(key.begin(), key.end(), is_key_char))
+    return false;
+  return !value.empty() && value.size() <= 256 && value.back() != ' '
+         && std::all_of(value.begin(), value.end(), is_value_char);
+}
+
+std::string_view trim_ows(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
+    s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
+    s.remove_suffix(1);
+  return s;
+}
+
+} // namespace
+
+bool usable_tracestate(std::string_view s) {
+  if (s.size() > max_tracestate_bytes)
+    return false;
+  size_t members = 0;
+  for (;;) {
+    auto comma = s.find(',');
+    auto m = trim_ows(s.substr(0, comma));
+    if (!m.empty() && (++members > 32 || !usable_member(m)))
+      return false;
+    if (comma == std::string_view::npos)
+      return members > 0;
+    s.remove_prefix(comma + 1);
+  }
+}
+
 trace_id derive_trace_id(std::string_view request_id) {
   return first_bytes<16>(digest_of(request_id, "trace"));
 }

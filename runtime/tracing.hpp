@@ -84,6 +84,17 @@ std::optional<span_context> parse_traceparent(std::string_view s);
 /// `00-<trace>-<span>-<flags>`.
 std::string to_traceparent(const span_context& x);
 
+/// The longest tracestate carried (bytes): W3C Trace Context's
+/// recommended propagation limit.
+inline constexpr size_t max_tracestate_bytes = 512;
+
+/// True when `s` is a W3C tracestate worth carrying: at most
+/// `max_tracestate_bytes`, at most 32 list members, each empty or
+/// `key=value` with a key of `[a-z0-9][a-z0-9_*/@-]{0,255}` and a value of
+/// 1-256 printable ASCII characters other than `,` and
+/// `=` that does not end in a space. Duplicate keys are not looked for.
+bool usable_tracestate(std::string_view s);
+
 /// A trace id derived from a request id (SHA-256, first 16 bytes); never
 /// all zero.
 trace_id derive_trace_id(std::string_view request_id);

@@ -33,7 +33,7 @@ WITH claimed AS (
   RETURNING m.request_id, m.lease_token, m.attempts, m.received_at,
             m.source_channel, m.source_endpoint_identity,
             m.source_sender_identity, m.source_thread_identity,
-            m.trace_parent, m.normalized_text, m.policy_tier
+            m.trace_parent, m.normalized_text, m.policy_tier, m.trace_state
 ), logged AS (
   INSERT INTO inbox_transitions (request_id, from_state, to_state, lease_owner)
   SELECT request_id,
@@ -47,5 +47,5 @@ SELECT request_id::text, lease_token,
        (extract(epoch FROM received_at) * 1000000)::bigint, source_channel,
        source_endpoint_identity, source_sender_identity,
        coalesce(source_thread_identity, ''), coalesce(trace_parent, ''),
-       normalized_text, policy_tier
+       normalized_text, policy_tier, coalesce(trace_state, '')
 FROM claimed

@@ -14,11 +14,11 @@ SELECT request_id::text,
        (extract(epoch FROM received_at) * 1000000)::bigint, source_channel,
        source_endpoint_identity, source_sender_identity,
        coalesce(source_thread_identity, ''), coalesce(trace_parent, ''),
-       normalized_text, policy_tier
+       normalized_text, policy_tier, coalesce(trace_state, '')
 FROM (
   (SELECT request_id, received_at, source_channel, source_endpoint_identity,
           source_sender_identity, source_thread_identity, trace_parent,
-          normalized_text, policy_tier
+          normalized_text, policy_tier, trace_state
    FROM message_inbox
    WHERE lifecycle_state = 'accepted'
      AND received_at < now() - make_interval(secs => $1)
@@ -28,7 +28,7 @@ FROM (
   UNION ALL
   (SELECT request_id, received_at, source_channel, source_endpoint_identity,
           source_sender_identity, source_thread_identity, trace_parent,
-          normalized_text, policy_tier
+          normalized_text, policy_tier, trace_state
    FROM message_inbox
    WHERE lifecycle_state = 'progress'
      AND lease_expires_at < now()

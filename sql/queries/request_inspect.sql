@@ -15,7 +15,8 @@ SELECT jsonb_build_object(
     'source_endpoint_identity', m.source_endpoint_identity,
     'source_sender_identity', m.source_sender_identity,
     'source_thread_identity', m.source_thread_identity,
-    'trace_parent', m.trace_parent),
+    'trace_parent', m.trace_parent,
+    'trace_state', m.trace_state),
   'policy_tier', m.policy_tier,
   'normalized_text', m.normalized_text,
   -- The plan as stored with it (rows planned before the plan was kept

@@ -40,6 +40,8 @@ void same_record(const butlers::inbox_record& x,
     disagree("source_thread_identity");
   if (a.trace_parent != b.trace_parent)
     disagree("trace_parent");
+  if (a.trace_state != b.trace_state)
+    disagree("trace_state");
   if (x.dedupe_key != y.dedupe_key)
     disagree("dedupe_key");
   if (x.raw_payload != y.raw_payload)

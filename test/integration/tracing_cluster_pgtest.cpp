@@ -30,6 +30,7 @@ using namespace std::chrono_literals;
 
 const std::string envelope_trace = "4bf92f3577b34da6a3ce929d0e0e4736";
 const std::string envelope_span = "00f067aa0ba902b7";
+const std::string envelope_state = "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE";
 
 std::string ingest_body(const std::string& key, const std::string& text) {
   return R"({"schema_version":"ingest.v1",)"
@@ -42,7 +43,8 @@ std::string ingest_body(const std::string& key, const std::string& text) {
            R"("payload":{"raw":{},"normalized_text":)"
          + json::quote(text) + R"(},"control":{"idempotency_key":")" + key
          + R"(","trace_context":{"traceparent":"00-)" + envelope_trace + "-"
-         + envelope_span + R"(-01"}}})";
+         + envelope_span + R"(-01","tracestate":")" + envelope_state
+         + R"("}}})";
 }
 
 /// Every node knows the health butler (scripted, reporting a model and
@@ -175,6 +177,8 @@ TEST(TracingCluster, ButlerOnAnotherNodeLinksItsTraceToTheDispatch) {
   EXPECT_EQ(resource(*root, "service.instance.id"), "node-s");
   EXPECT_EQ(resource(*root, "service.name"), "butlers");
   EXPECT_EQ(dispatch->trace_id, envelope_trace);
+  EXPECT_EQ(root->trace_state, envelope_state);
+  EXPECT_EQ(dispatch->trace_state, envelope_state);
   EXPECT_EQ(dispatch->parent_span_id, root->span_id);
   EXPECT_EQ(dispatch->attr("routing.destination_butler"), "health");
   auto strace = of_trace(spans, envelope_trace);
@@ -190,6 +194,9 @@ TEST(TracingCluster, ButlerOnAnotherNodeLinksItsTraceToTheDispatch) {
   ASSERT_EQ(broot->links.size(), 1u);
   EXPECT_EQ(broot->links[0].first, envelope_trace);
   EXPECT_EQ(broot->links[0].second, dispatch->span_id);
+  ASSERT_EQ(broot->link_trace_states.size(), 1u);
+  EXPECT_EQ(broot->link_trace_states[0], envelope_state)
+    << "the link continues the dispatch's tracestate (route.v1)";
   EXPECT_EQ(broot->attr("butler.name"), "health");
   EXPECT_EQ(broot->attr("outcome"), "ok");
   EXPECT_NE(broot->attr("work.id"), "<absent>");

@@ -20,13 +20,17 @@ using namespace std::chrono_literals;
 
 constexpr auto envelope_trace = "4bf92f3577b34da6a3ce929d0e0e4736";
 constexpr auto envelope_span = "00f067aa0ba902b7";
+// The W3C spec's example of two tracing systems' entries.
+constexpr auto envelope_state = "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE";
 
-/// An ingest.v1 body with a W3C traceparent in control.trace_context.
+/// An ingest.v1 body with a W3C traceparent and tracestate in
+/// control.trace_context.
 std::string envelope(const std::string& key, bool with_traceparent) {
   std::string control = R"({"idempotency_key":")" + key + R"(")";
   if (with_traceparent)
     control += R"(,"trace_context":{"traceparent":"00-)"
-               + std::string{envelope_trace} + "-" + envelope_span + R"(-01"})";
+               + std::string{envelope_trace} + "-" + envelope_span
+               + R"(-01","tracestate":")" + envelope_state + R"("})";
   control += "}";
   return R"({"schema_version":"ingest.v1",)"
          R"("source":{"channel":"api","provider":"internal",)"
@@ -123,6 +127,7 @@ TEST_F(Tracing, OneRequestIsOneTraceUnderTheEnvelopesTraceparent) {
   ASSERT_NE(root, nullptr) << "spans received: " << spans.size();
   EXPECT_EQ(root->trace_id, envelope_trace);
   EXPECT_EQ(root->parent_span_id, envelope_span);
+  EXPECT_EQ(root->trace_state, envelope_state) << "the envelope's tracestate";
   EXPECT_EQ(root->kind, 2) << "SPAN_KIND_SERVER";
   EXPECT_EQ(root->attr("request.id"), id);
   EXPECT_EQ(root->attr("request.source_channel"), "api");
@@ -144,6 +149,7 @@ TEST_F(Tracing, OneRequestIsOneTraceUnderTheEnvelopesTraceparent) {
     ASSERT_NE(s, nullptr) << name;
     EXPECT_EQ(s->trace_id, envelope_trace) << name;
     EXPECT_EQ(s->parent_span_id, root->span_id) << name;
+    EXPECT_EQ(s->trace_state, envelope_state) << name;
     EXPECT_EQ(s->attr("request.id"), id) << name;
     EXPECT_LE(std::stoull(s->start_ns), std::stoull(s->end_ns)) << name;
   }
@@ -154,6 +160,13 @@ TEST_F(Tracing, OneRequestIsOneTraceUnderTheEnvelopesTraceparent) {
   EXPECT_TRUE(dispatch->has("routing.segment_id"));
   EXPECT_TRUE(dispatch->has("routing.fanout_mode"));
   EXPECT_FALSE(dispatch->has("error.class"));
+  // Stored with the request (the inbox's trace_state column).
+  auto inspected = http_->get("/v1/requests/" + id);
+  ASSERT_EQ(inspected.status, 200) << inspected.body;
+  EXPECT_NE(inspected.body.find(R"("trace_state": ")"
+                                + std::string{envelope_state} + "\""),
+            std::string::npos)
+    << inspected.body;
   // Three writes: the inbox append, the plan, the terminal transition.
   int writes = 0;
   for (auto& s : spans)

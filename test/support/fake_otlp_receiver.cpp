@@ -63,6 +63,7 @@ otlp_span span_of(const rj& s) {
   out.trace_id = str(s, "traceId");
   out.span_id = str(s, "spanId");
   out.parent_span_id = str(s, "parentSpanId");
+  out.trace_state = str(s, "traceState");
   out.name = str(s, "name");
   if (auto k = member(s, "kind"); k && k->IsInt())
     out.kind = k->GetInt();
@@ -72,8 +73,10 @@ otlp_span span_of(const rj& s) {
     out.flags = f->GetUint();
   out.attributes = attributes_of(s);
   if (auto ls = member(s, "links"); ls && ls->IsArray())
-    for (auto& l : ls->GetArray())
+    for (auto& l : ls->GetArray()) {
       out.links.emplace_back(str(l, "traceId"), str(l, "spanId"));
+      out.link_trace_states.push_back(str(l, "traceState"));
+    }
   if (auto st = member(s, "status")) {
     if (auto c = member(*st, "code"); c && c->IsInt())
       out.status_code = c->GetInt();

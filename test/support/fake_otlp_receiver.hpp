@@ -35,6 +35,8 @@ struct otlp_span {
   std::string span_id;
   /// "" for a root without a parent.
   std::string parent_span_id;
+  /// `traceState` ("" when absent).
+  std::string trace_state;
   std::string name;
   int kind = 0;
   std::string start_ns;
@@ -43,6 +45,8 @@ struct otlp_span {
   std::map<std::string, otlp_value> attributes;
   /// Links: trace id and span id.
   std::vector<std::pair<std::string, std::string>> links;
+  /// Each link's `traceState` ("" when absent), in the order of `links`.
+  std::vector<std::string> link_trace_states;
   int status_code = 0;
   std::string status_message;
   /// Resource attributes of its resourceSpans (service.name, ...).

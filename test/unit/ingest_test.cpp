@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cstdint>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,69 @@ TEST(IngestParse, BuildsContextRecordAndDedupeKey) {
   EXPECT_EQ(rec.policy_tier, "interactive");
   EXPECT_EQ(rec.schema_version, "ingest.v1");
   EXPECT_EQ(rec.raw_payload, body) << "the envelope as received";
+}
+
+/// telegram_body() with a tracestate beside its traceparent: `value` is
+/// the JSON text of the member's value.
+std::string with_tracestate(const std::string& value) {
+  return telegram_with(R"("traceparent":"00-abc-def-01")",
+                       R"("traceparent":"00-abc-def-01","tracestate":)"
+                         + value);
+}
+
+/// Both paths, and their combination, give `body` a record with
+/// `tracestate` (the fast path may leave it to the full path).
+void expect_tracestate(const std::string& body, const std::string& expected) {
+  auto full = detail::parse_ingest_full(body, 1 << 20, 300, now);
+  ASSERT_TRUE(full.record) << body;
+  EXPECT_EQ(full.record->context.trace_state, expected) << body;
+  EXPECT_EQ(full.record->context.trace_parent, "00-abc-def-01") << body;
+  if (auto fast = detail::parse_ingest_fast(body, 1 << 20, 300, now)) {
+    EXPECT_EQ(fast->context.trace_state, expected) << body;
+  }
+  auto both = parse_ingest(body, 1 << 20, 300, now);
+  ASSERT_TRUE(both.record) << body;
+  EXPECT_EQ(both.record->context.trace_state, expected) << body;
+}
+
+TEST(IngestParse, KeepsAUsableTracestate) {
+  // The W3C spec's examples (test/fixtures/tracestate/README.md).
+  std::ifstream in{std::string{BUTLERS_SOURCE_DIR}
+                   + "/test/fixtures/tracestate/valid.txt"};
+  int n = 0;
+  for (std::string line; std::getline(in, line); ++n) {
+    auto body = with_tracestate("\"" + line + "\"");
+    expect_tracestate(body, line);
+    EXPECT_TRUE(detail::parse_ingest_fast(body, 1 << 20, 300, now))
+      << "a usable tracestate stays on the fast path: " << body;
+  }
+  EXPECT_GE(n, 5);
+}
+
+TEST(IngestParse, DropsAnUnusableTracestateAndStillIngests) {
+  std::vector<std::string> values;
+  std::ifstream in{std::string{BUTLERS_SOURCE_DIR}
+                   + "/test/fixtures/tracestate/invalid.txt"};
+  for (std::string line; std::getline(in, line);) {
+    std::string quoted = "\"";
+    for (char c : line)
+      quoted += c == '\t' ? std::string{"\\t"} : std::string{c};
+    values.push_back(quoted + "\"");
+  }
+  ASSERT_GE(values.size(), 5u);
+  std::string too_long = "\"k=" + std::string(256, 'v')
+                         + ",l=" + std::string(252, 'v') + "\"";
+  std::string too_many = "\"";
+  for (int i = 0; i < 33; ++i)
+    too_many += (i == 0 ? "k" : ",k") + std::to_string(i) + "=v";
+  too_many += "\"";
+  for (auto v :
+       {too_long, too_many, std::string{R"("a=\u0000")"}, std::string{"7"},
+        std::string{"null"}, std::string{R"(["rojo=1"])"},
+        std::string{R"({"rojo":"1"})"}, std::string{R"("")"}})
+    values.push_back(v);
+  for (auto& v : values)
+    expect_tracestate(with_tracestate(v), "");
 }
 
 TEST(IngestParse, EveryCallGetsItsOwnRequestId) {
@@ -157,6 +221,9 @@ std::vector<std::string> valid_bodies() {
     api("x", R"(,"control":{"trace_context":{"tracestate":[1,{"a":null}],)"
              R"("traceparent":"00-1-2-01","baggage":"b"},)"
              R"("policy_tier":"high_priority"})"),
+    api("y", R"(,"control":{"trace_context":{"tracestate":)"
+             R"("rojo=00f067aa0ba902b7,congo=t61rcWkgMzE","traceparent":)"
+             R"("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}})"),
     R"({"payload":{"normalized_text":"hi","raw":{}},"sender":{"identity":)"
     R"("a@b"},"event":{"observed_at":"2026-11-23T12:00:00.123456+05:30",)"
     R"("external_thread_id":null,"external_event_id":"<m@x>"},)"
@@ -179,6 +246,7 @@ void expect_same_record(const inbox_record& a, const inbox_record& b,
   EXPECT_EQ(a.context.source_thread_identity, b.context.source_thread_identity)
     << body;
   EXPECT_EQ(a.context.trace_parent, b.context.trace_parent) << body;
+  EXPECT_EQ(a.context.trace_state, b.context.trace_state) << body;
   EXPECT_EQ(a.dedupe_key, b.dedupe_key) << body;
   EXPECT_EQ(a.raw_payload, b.raw_payload) << body;
   EXPECT_EQ(a.normalized_text, b.normalized_text) << body;
@@ -314,6 +382,7 @@ TEST(IngestFastPath, AcceptsOnlyWhatTheFullPathAcceptsWithTheSameRecord) {
     R"("channel":)",
     R"("identity":"u",)",
     R"("traceparent":)",
+    R"("tracestate":)",
     R"("raw":{},)",
     R"("external_thread_id":null,)",
     R"("control":{},)",
@@ -361,6 +430,9 @@ TEST(IngestFastPath, AcceptsOnlyWhatTheFullPathAcceptsWithTheSameRecord) {
     "interactive",
     "high_priority",
     "traceparent",
+    "tracestate",
+    "congo=t61rcWkgMzE",
+    "Rojo=1",
     "identity",
     "raw",
     "2026-01-01T00:00:00Z",

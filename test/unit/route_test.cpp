@@ -52,6 +52,34 @@ TEST(Route, BuiltEnvelopesParseBackUnchanged) {
   EXPECT_TRUE(back.notify_request.empty());
 }
 
+TEST(Route, TraceContextRoundTripsWithItsTracestate) {
+  auto env = sample();
+  env.trace_parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+  env.trace_state = "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE";
+  auto text = make_route_json(env);
+  EXPECT_TRUE(check("route.v1", text).empty()) << text;
+  EXPECT_NE(text.find(R"("trace_context":{"traceparent":")" + env.trace_parent
+                      + R"(","tracestate":")" + env.trace_state + "\"}"),
+            std::string::npos)
+    << text;
+  route_envelope back;
+  ASSERT_FALSE(parse_route(text, back));
+  EXPECT_EQ(back.trace_parent, env.trace_parent);
+  EXPECT_EQ(back.trace_state, env.trace_state);
+  // No tracestate: none rendered, none read back.
+  env.trace_state.clear();
+  text = make_route_json(env);
+  EXPECT_EQ(text.find("tracestate"), std::string::npos) << text;
+  ASSERT_FALSE(parse_route(text, back));
+  EXPECT_EQ(back.trace_parent, env.trace_parent);
+  EXPECT_EQ(back.trace_state, "");
+  // Without a traceparent a tracestate means nothing (W3C): not rendered.
+  env.trace_parent.clear();
+  env.trace_state = "congo=t61rcWkgMzE";
+  text = make_route_json(env);
+  EXPECT_EQ(text.find("trace_context"), std::string::npos) << text;
+}
+
 TEST(Route, ParseNamesEveryViolation) {
   route_envelope out;
   auto bad = parse_route(R"({"schema_version":"route.v1","target":{}})", out);

@@ -361,6 +361,64 @@ TEST(Tracer, AFullQueueDropsAndCounts) {
     << text;
 }
 
+// -- tracestate ------------------------------------------------------------
+
+namespace {
+
+std::vector<std::string> tracestate_fixture(const std::string& name) {
+  std::ifstream in{std::string{BUTLERS_SOURCE_DIR}
+                   + "/test/fixtures/tracestate/" + name};
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);)
+    out.push_back(line);
+  return out;
+}
+
+/// `n` list members `k<i>=<value>`, comma separated.
+std::string members(size_t n, const std::string& value) {
+  std::string out;
+  for (size_t i = 0; i < n; ++i)
+    out += (i == 0 ? "k" : ",k") + std::to_string(i) + "=" + value;
+  return out;
+}
+
+} // namespace
+
+TEST(Tracestate, UsableAsTheW3CSpecDefinesIt) {
+  auto valid = tracestate_fixture("valid.txt");
+  auto invalid = tracestate_fixture("invalid.txt");
+  ASSERT_GE(valid.size(), 5u);
+  ASSERT_GE(invalid.size(), 5u);
+  for (auto& s : valid)
+    EXPECT_TRUE(usable_tracestate(s)) << s;
+  for (auto& s : invalid)
+    EXPECT_FALSE(usable_tracestate(s)) << s;
+  EXPECT_FALSE(usable_tracestate("")) << "none";
+  EXPECT_FALSE(usable_tracestate(" , ")) << "only empty members: none";
+}
+
+TEST(Tracestate, KeepsAtMost512BytesAnd32Members) {
+  EXPECT_TRUE(usable_tracestate(members(32, "v")));
+  EXPECT_FALSE(usable_tracestate(members(33, "v")));
+  auto at_limit = "k=" + std::string(256, 'v') + ",l=" + std::string(251, 'v');
+  ASSERT_EQ(at_limit.size(), max_tracestate_bytes);
+  EXPECT_TRUE(usable_tracestate(at_limit));
+  EXPECT_FALSE(usable_tracestate(at_limit + "v"));
+  EXPECT_FALSE(usable_tracestate("k=" + std::string(257, 'v')))
+    << "a value is at most 256 characters";
+}
+
+TEST(Tracestate, ContinuesOnlyWithItsTraceparent) {
+  auto with = request_trace_for("r-1", w3c_example, 1.0, "congo=t61rcWkgMzE");
+  EXPECT_EQ(with.root.tracestate, "congo=t61rcWkgMzE");
+  auto child = span::child_of(with, with.root.span, random_span_id(), "x",
+                              unix_nanos_now());
+  EXPECT_EQ(child.context().tracestate, "congo=t61rcWkgMzE");
+  auto without = request_trace_for("r-1", "", 1.0, "congo=t61rcWkgMzE");
+  EXPECT_EQ(without.root.tracestate, "")
+    << "W3C: no tracestate without a traceparent";
+}
+
 // -- the switchboard's spans
 // ---------------------------------------------------
 
@@ -375,6 +433,7 @@ TEST(SwitchboardTracing, BuildsTheRequestTreeAndCarriesTheDispatchContext) {
   rec.context.source_channel = "api";
   rec.context.source_endpoint_identity = "client-1";
   rec.context.trace_parent = w3c_example;
+  rec.context.trace_state = "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE";
   rec.dedupe_key = "idem:abc";
   rec.policy_tier = "default";
   rec.schema_version = "ingest.v1";
@@ -396,6 +455,8 @@ TEST(SwitchboardTracing, BuildsTheRequestTreeAndCarriesTheDispatchContext) {
   auto carried = parse_traceparent(d.envelope.trace_parent);
   ASSERT_TRUE(carried) << d.envelope.trace_parent;
   EXPECT_EQ(to_hex(carried->trace), "4bf92f3577b34da6a3ce929d0e0e4736");
+  EXPECT_EQ(d.envelope.trace_state, rec.context.trace_state)
+    << "the butler continues the envelope's tracestate";
   route_response r;
   r.status = "ok";
   r.request_id = rec.context.request_id;
@@ -422,6 +483,7 @@ TEST(SwitchboardTracing, BuildsTheRequestTreeAndCarriesTheDispatchContext) {
   EXPECT_EQ(root->attr("switchboard.model_family"), "rules");
   for (auto& s : spans) {
     EXPECT_EQ(s.trace_id, root->trace_id) << s.name;
+    EXPECT_EQ(s.trace_state, rec.context.trace_state) << s.name;
     if (&s != root) {
       EXPECT_EQ(s.parent_span_id, root->span_id) << s.name;
     }
