@@ -160,3 +160,37 @@ node_stop() {
   fi
   wait "$pid" 2>/dev/null || true
 }
+
+# post_at_once DIR PORT ID_PREFIX SENDER TEXT...: posts one ingest.v1
+# message per TEXT to the node on PORT, all at once (one curl, parallel
+# connections), from SENDER, with event ids ID_PREFIX-1, ID_PREFIX-2, ...;
+# the bodies and the curl config go under DIR. Returns 1, naming the
+# answers, unless every answer is 202.
+post_at_once() {
+  local dir=$1 port=$2 prefix=$3 sender=$4 text i=0 observed cfg codes
+  shift 4
+  observed=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+  cfg="$dir/$prefix.curl"
+  : >"$cfg"
+  for text in "$@"; do
+    i=$((i + 1))
+    local id="$prefix-$i"
+    printf '{"schema_version":"ingest.v1","source":{"channel":"api","provider":"internal","endpoint_identity":"bench"},"event":{"external_event_id":"%s","observed_at":"%s"},"sender":{"identity":"%s"},"payload":{"raw":{},"normalized_text":"%s"},"control":{"idempotency_key":"%s"}}' \
+      "$id" "$observed" "$sender" "$text" "$id" >"$dir/$prefix.$i.json"
+    [ "$i" -eq 1 ] || echo "next" >>"$cfg"
+    cat >>"$cfg" <<EOF
+url = "http://127.0.0.1:$port/v1/ingest"
+header = "Content-Type: application/json"
+data-binary = "@$dir/$prefix.$i.json"
+output = "/dev/null"
+write-out = "%{http_code}\n"
+max-time = 10
+EOF
+  done
+  codes=$(curl --no-progress-meter --parallel --parallel-immediate \
+    --parallel-max "$i" -K "$cfg" || true)
+  if [ "$(grep -c '^202$' <<<"$codes")" -ne "$i" ]; then
+    log "POST /v1/ingest answered $(tr '\n' ' ' <<<"$codes")instead of $i x 202"
+    return 1
+  fi
+}

@@ -154,32 +154,16 @@ reset() {
 }
 
 post_no=0
-# post_few: sender B's --few messages at once (one curl, parallel
-# connections); dies unless every answer is 202.
+# post_few: sender B's --few messages at once (post_at_once, scripts/lib.sh);
+# dies unless every answer is 202.
 post_few() {
-  local i cfg codes observed
-  observed=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+  local i texts=()
   post_no=$((post_no + 1))
-  cfg="$work/few.$post_no.curl"
-  : >"$cfg"
   for i in $(seq 1 "$few"); do
-    local id="few-$$-$post_no-$i"
-    printf '{"schema_version":"ingest.v1","source":{"channel":"api","provider":"internal","endpoint_identity":"bench"},"event":{"external_event_id":"%s","observed_at":"%s"},"sender":{"identity":"sender-b"},"payload":{"raw":{},"normalized_text":"hello %s"},"control":{"idempotency_key":"%s"}}' \
-      "$id" "$observed" "$i" "$id" >"$work/few.$post_no.$i.json"
-    [ "$i" -eq 1 ] || echo "next" >>"$cfg"
-    cat >>"$cfg" <<EOF
-url = "http://127.0.0.1:$node_port/v1/ingest"
-header = "Content-Type: application/json"
-data-binary = "@$work/few.$post_no.$i.json"
-output = "/dev/null"
-write-out = "%{http_code}\n"
-max-time = 10
-EOF
+    texts+=("hello $i")
   done
-  codes=$(curl --no-progress-meter --parallel --parallel-immediate \
-    --parallel-max "$few" -K "$cfg" || true)
-  [ "$(grep -c '^202$' <<<"$codes")" -eq "$few" ] ||
-    die "POST /v1/ingest answered $(tr '\n' ' ' <<<"$codes")instead of $few x 202"
+  post_at_once "$work" "$node_port" "few-$$-$post_no" sender-b "${texts[@]}" ||
+    die "sender B's messages were not all accepted"
 }
 
 # post_flood: sender A's --flood messages, all due within one second (the

@@ -315,35 +315,12 @@ reset_tables() {
 }
 
 post_no=0
-# post_at_once SENDER TEXT...: posts one ingest.v1 message per TEXT, all at
-# once (one curl, parallel connections), from sender SENDER; dies unless
-# every answer is 202.
-post_at_once() {
-  local sender=$1 text i=0 observed cfg codes
-  shift
-  observed=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+# post_once SENDER TEXT...: post_at_once (scripts/lib.sh) to this node, with
+# event ids unique to this run; dies unless every answer is 202.
+post_once() {
   post_no=$((post_no + 1))
-  cfg="$work/post.$post_no.curl"
-  : >"$cfg"
-  for text in "$@"; do
-    i=$((i + 1))
-    local id="pipeline-$$-$post_no-$i"
-    printf '{"schema_version":"ingest.v1","source":{"channel":"api","provider":"internal","endpoint_identity":"bench"},"event":{"external_event_id":"%s","observed_at":"%s"},"sender":{"identity":"%s"},"payload":{"raw":{},"normalized_text":"%s"},"control":{"idempotency_key":"%s"}}' \
-      "$id" "$observed" "$sender" "$text" "$id" >"$work/post.$post_no.$i.json"
-    [ "$i" -eq 1 ] || echo "next" >>"$cfg"
-    cat >>"$cfg" <<EOF
-url = "http://127.0.0.1:$node_port/v1/ingest"
-header = "Content-Type: application/json"
-data-binary = "@$work/post.$post_no.$i.json"
-output = "/dev/null"
-write-out = "%{http_code}\n"
-max-time = 10
-EOF
-  done
-  codes=$(curl --no-progress-meter --parallel --parallel-immediate \
-    --parallel-max "$i" -K "$cfg" || true)
-  [ "$(grep -c '^202$' <<<"$codes")" -eq "$i" ] ||
-    node_failed "POST /v1/ingest answered $(tr '\n' ' ' <<<"$codes")instead of $i x 202"
+  post_at_once "$work" "$node_port" "pipeline-$$-$post_no" "$@" ||
+    node_failed "posting $(($# - 1)) message(s) at once failed"
 }
 
 # wait_terminal FILTER EXPECTED TIMEOUT_S: polls every 200 ms until at least
@@ -378,7 +355,7 @@ wait_terminal() {
 warm_up() {
   local texts=() k
   for k in "$@"; do texts+=("$k warm-up message"); done
-  post_at_once warmup "${texts[@]}"
+  post_once warmup "${texts[@]}"
   wait_terminal "source_sender_identity = 'warmup'" "$#" 60 ||
     node_failed "the warm-up messages did not end within 60 s"
   [ "$(psql_bench "SELECT count(*) FROM message_inbox WHERE source_sender_identity = 'warmup' AND lifecycle_state = 'parsed'")" -eq "$#" ] ||
@@ -583,7 +560,7 @@ seed_row() {
     texts+=("${kw[$((i % n))]} seed message $i")
   done
   log "(d): $label"
-  post_at_once seed "${texts[@]}"
+  post_once seed "${texts[@]}"
   wait_terminal "source_sender_identity = 'seed'" "$seed_messages" 60 || true
   row=$(psql_bench "
     SELECT count(*), count(*) FILTER (WHERE lifecycle_state = 'parsed'),
