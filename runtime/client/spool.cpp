@@ -82,8 +82,10 @@ bool parse_line(const std::string& line, rapidjson::Document& doc) {
   if (line.size() < 10 || line[8] != ' ')
     return false;
   auto json = line.substr(9);
+  // A named copy: `end` points into it, so it must outlive the check.
+  auto hex = line.substr(0, 8);
   char* end = nullptr;
-  auto want = std::strtoul(line.substr(0, 8).c_str(), &end, 16);
+  auto want = std::strtoul(hex.c_str(), &end, 16);
   if (end == nullptr || *end != '\0' || want != crc32(json))
     return false;
   doc.Parse(json.c_str(), json.size());
