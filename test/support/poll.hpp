@@ -14,15 +14,29 @@
 #include <thread>
 #include <vector>
 
+#ifndef BUTLERS_TEST_SLOWDOWN
+#  define BUTLERS_TEST_SLOWDOWN 1
+#endif
+
 namespace butlers::test {
 
-/// Polls `pred` every `step` until it holds (true) or `timeout` has passed
-/// (false).
+/// How many times slower this build runs than a normal one (test/
+/// CMakeLists.txt: 1, or 2 under ASan+UBSan, 5 under TSan). Deadlines bound
+/// the wait for a failure, so they stretch by it; they never speed-test.
+constexpr int slowdown = BUTLERS_TEST_SLOWDOWN;
+
+/// `d` stretched for this build.
+constexpr std::chrono::milliseconds stretched(std::chrono::milliseconds d) {
+  return d * slowdown;
+}
+
+/// Polls `pred` every `step` until it holds (true) or `timeout` (stretched
+/// for this build) has passed (false).
 template<class Pred>
 bool eventually(Pred pred, std::chrono::milliseconds timeout,
                 std::chrono::milliseconds step = std::chrono::milliseconds{
                   20}) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto deadline = std::chrono::steady_clock::now() + stretched(timeout);
   while (!pred()) {
     if (std::chrono::steady_clock::now() >= deadline)
       return false;
