@@ -67,7 +67,10 @@ export BUTLERS_TEST_DATABASE_URL="host=$pgdir port=$port dbname=butlers_test use
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$ROOT/test/lsan.supp}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:suppressions=$ROOT/test/tsan.supp}
+# history_size=7: the previous access of a race keeps its stack (without it
+# TSan prints "failed to restore the stack", and the report can be neither
+# judged nor matched by test/tsan.supp).
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:history_size=7:second_deadlock_stack=1:suppressions=$ROOT/test/tsan.supp}
 
 log "running the suite"
 cd "$build_dir"
