@@ -93,10 +93,18 @@ restinio::http_status_line_t status_line(int status) {
 struct http_server::impl : std::enable_shared_from_this<impl> {
   // -- HTTP threads (see "HTTP threads" below) --------------------------------
 
+  /// An io_context whose services can be shut down before it goes: that
+  /// destroys the handlers still queued (and the connections they hold)
+  /// while the server whose connection limiter they report to still lives.
+  struct shard_context : asio::io_context {
+    using asio::io_context::io_context;
+    using asio::io_context::shutdown;
+  };
+
   /// One HTTP thread: its io_context, server and ingest bridge.
   struct shard {
     /// One thread runs it; other threads post to it.
-    asio::io_context ioctx{1};
+    shard_context ioctx{1};
     std::unique_ptr<restinio::http_server_t<traits>> server;
     std::thread thread;
     /// Carries the shard's ingest batches to the switchboard and back.
@@ -702,6 +710,10 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
       sh->ioctx.stop();
       if (sh->thread.joinable())
         sh->thread.join();
+      // Connections still held by queued handlers go now, before the
+      // server and its connection limiter (TSan: heap-use-after-free when
+      // ~io_context destroyed them after the server).
+      sh->ioctx.shutdown();
       sh->server.reset();
       if (sh->bridge) {
         caf::anon_send_exit(sh->bridge, caf::exit_reason::user_shutdown);
