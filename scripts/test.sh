@@ -33,7 +33,13 @@ case "$sanitize" in
     cmake_args=("-DBUTLERS_SANITIZE=$(echo "$sanitize" | tr , ';')") ;;
   thread)
     build_dir="$ROOT/build-tsan"
-    cmake_args=("-DBUTLERS_SANITIZE=thread") ;;
+    # CAF itself instrumented (scripts/caf-tsan.sh: Debian's source, built
+    # once), so TSan sees the synchronization of every message handoff.
+    caf_lib=$("$ROOT/scripts/caf-tsan.sh" "$build_dir/caf")
+    cmake_args=("-DBUTLERS_SANITIZE=thread"
+                "-DCAF_CORE_LIBRARY=$caf_lib/libcaf_core.so"
+                "-DCAF_IO_LIBRARY=$caf_lib/libcaf_io.so"
+                "-DCAF_OPENSSL_LIBRARY=$caf_lib/libcaf_openssl.so") ;;
   *) die "--sanitize takes address,undefined or thread" ;;
 esac
 
