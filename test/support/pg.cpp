@@ -7,8 +7,22 @@
 #include <stdexcept>
 
 #include <pqxx/pqxx>
+#include <spdlog/spdlog.h>
 
 namespace butlers::test {
+
+namespace {
+
+// spdlog's registry is a function-local static inside libspdlog, which is
+// not instrumented: built here, during static initialization on the main
+// thread, before any test or actor thread exists, so that TSan sees its
+// construction happen before every use. (The node builds it in main()
+// already; the integration tests also spawn actors in their own process.)
+[[maybe_unused]] const bool spdlog_registry_built = (spdlog::
+                                                       default_logger_raw(),
+                                                     true);
+
+} // namespace
 
 std::string test_database_url() {
   auto url = std::getenv("BUTLERS_TEST_DATABASE_URL");
