@@ -8,6 +8,7 @@
 #                                    [--latency-seconds S] [--skip-baseline]
 #                                    [--skip-seed] [--no-build]
 #                                    [--build-dir DIR] [--keep-logs DIR]
+#                                    [--fairness sender|channel|off]
 #
 #   (a) processing throughput: N messages (--messages, default 20,000) sent
 #       as fast as the node takes them (butlers_ingest_load, 256
@@ -33,6 +34,8 @@
 #       own: makespan (last completed_at - first received_at) against the
 #       ideal (ceil(10 / slots) x 500 ms; 500 ms for ten butlers).
 #
+#   Every node runs `[switchboard] fairness` as --fairness says (default
+#   "sender", the shipped default); "off" shows what fair admission costs.
 #   Every node first takes one warm-up message per butler through the
 #   whole path (left out of every figure) and starts on emptied tables.
 #   Processing counts only `parsed` messages; a loud WARNING row says when
@@ -59,6 +62,7 @@ skip_baseline=0
 skip_seed=0
 no_build=0
 keep_logs=""
+fairness=sender
 build_dir="$ROOT/build"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -75,6 +79,8 @@ while [ $# -gt 0 ]; do
     --build-dir=*) build_dir=${1#--build-dir=} ;;
     --keep-logs) keep_logs=${2:?--keep-logs needs a directory}; shift ;;
     --keep-logs=*) keep_logs=${1#--keep-logs=} ;;
+    --fairness) fairness=${2:?--fairness needs sender, channel or off}; shift ;;
+    --fairness=*) fairness=${1#--fairness=} ;;
     -h|--help) awk 'NR > 1 && /^set -euo/ { exit } NR > 1' "$0"; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
@@ -92,6 +98,10 @@ fi
 if [ "$latency_seconds" -lt 1 ] || [ "$latency_seconds" -gt 3600 ]; then
   die "--latency-seconds takes 1..3600"
 fi
+case "$fairness" in
+  sender|channel|off) ;;
+  *) die "--fairness takes sender, channel or off, got '$fairness'" ;;
+esac
 if [ -n "$keep_logs" ]; then
   mkdir -p "$keep_logs" || die "cannot create --keep-logs directory $keep_logs"
   keep_logs=$(cd "$keep_logs" && pwd)
@@ -248,6 +258,7 @@ max_connections = 4096
 [switchboard]
 # Admission far above the load generator's 256 connections: no 429.
 max_in_flight = 100000
+fairness = "$fairness"
 queue_capacity = 10000
 workers = 32
 
@@ -598,7 +609,7 @@ read -r load_end _ </proc/loadavg || load_end="?"
 echo
 echo "Pipeline benchmark: $(nproc) cores (1-minute load average $load_start at the start, $load_end at the end), PostgreSQL 15 on a Unix socket, $("$node_bin" --version 2>/dev/null | head -n 1) from $build_dir"
 echo
-echo "### (a) Processing throughput: $messages messages, one scripted butler (turn_ms = 0, 64 sessions), switchboard workers = 32, queue_capacity = 10000"
+echo "### (a) Processing throughput: $messages messages, one scripted butler (turn_ms = 0, 64 sessions), switchboard workers = 32, queue_capacity = 10000, fairness = \"$fairness\""
 echo
 echo "| measure | messages | seconds | msg/s |"
 echo "|---|---|---|---|"
