@@ -12,6 +12,9 @@ die() { log "error: $*"; exit 1; }
 build() {
   local dir=$1
   shift
+  # ccache keys on paths relative to the checkout, so a fresh clone in
+  # another directory (CI, a check before a stop) reuses the objects.
+  export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=1
   if [ ! -f "$dir/CMakeCache.txt" ]; then
     cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >&2
   else
