@@ -571,40 +571,67 @@ std::chrono::milliseconds tick_interval(const butler_config& cfg) {
                                    / 3};
 }
 
-/// Arms schedule `i` for its next run.
-void arm(butler_ptr self, uint32_t i) {
+/// The first fire time of schedule `i` after `t` (every_s: the next
+/// multiple of the period since the epoch, the same on every node);
+/// nullopt when it never fires.
+std::optional<std::chrono::system_clock::time_point> fire_after(
+  butler_ptr self, uint32_t i, std::chrono::system_clock::time_point t) {
   auto& st = self->state;
   auto& sch = st.params.cfg.schedules[i];
   if (sch.every_s > 0) {
-    self->delayed_send(self, std::chrono::seconds{sch.every_s}, schedule_atom_v,
-                       i);
-    return;
+    using namespace std::chrono;
+    auto period = seconds{sch.every_s};
+    auto since = duration_cast<seconds>(t.time_since_epoch());
+    return system_clock::time_point{(since / period + 1) * period};
   }
-  auto& cron = st.crons[i];
-  if (!cron)
-    return;
+  if (!st.crons[i])
+    return std::nullopt;
+  return st.crons[i]->next_after(t);
+}
+
+/// Arms schedule `i` for its next run.
+void arm(butler_ptr self, uint32_t i) {
+  auto& st = self->state;
   auto now = std::chrono::system_clock::now();
-  auto next = cron->next_after(now);
+  auto next = fire_after(self, i, now);
   if (!next) {
-    spdlog::warn("butler {}: schedule {} never fires again", st.params.cfg.name,
-                 sch.name);
+    if (st.crons[i])
+      spdlog::warn("butler {}: schedule {} never fires again",
+                   st.params.cfg.name, st.params.cfg.schedules[i].name);
     return;
   }
+  st.next_fire[i] = *next;
   self->delayed_send(self, *next - now, schedule_atom_v, i);
 }
 
-/// Starts schedule `i`'s session through the same pool as routed work.
-void fire(butler_ptr self, uint32_t i) {
+/// Starts schedule `i`'s session for fire time `at` through the same pool
+/// as routed work. The request id derives from (butler, schedule, `at`):
+/// every node hosting the butler fires, and the route inbox's unique key
+/// keeps one work item.
+void fire_at(butler_ptr self, uint32_t i,
+             std::chrono::system_clock::time_point at) {
   auto& st = self->state;
   auto& cfg = st.params.cfg;
   auto& sch = cfg.schedules[i];
+  auto at_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                 at.time_since_epoch())
+                 .count();
   route_envelope env;
-  env.request_id = make_uuid_v7().to_string();
-  env.received_at = rfc3339_utc(unix_now_us());
-  env.source_channel = "api";
+  env.request_id = derived_uuid(cfg.name + "/" + sch.name + "@"
+                                  + std::to_string(at_ms),
+                                at_ms);
+  env.received_at = rfc3339_utc(at_ms * 1000);
+  if (sch.notify_to.empty()) {
+    env.source_channel = "api";
+    env.source_sender_identity = cfg.name + "/" + sch.name;
+  } else {
+    // The reply (and a notify without a recipient) goes to the target.
+    auto colon = sch.notify_to.find(':');
+    env.source_channel = sch.notify_to.substr(0, colon);
+    env.source_sender_identity = sch.notify_to.substr(colon + 1);
+  }
   env.source_endpoint_identity = "schedule";
-  env.source_sender_identity = cfg.name + "/" + sch.name;
-  env.subrequest_id = make_uuid_v7().to_string();
+  env.subrequest_id = env.request_id;
   env.segment_id = "schedule:" + sch.name;
   env.butler = cfg.name;
   env.tool = "route.execute";
@@ -616,13 +643,39 @@ void fire(butler_ptr self, uint32_t i) {
       spdlog::warn("butler {}: schedule {} skipped: {}: {}",
                    self->state.params.cfg.name, name, r.error_class,
                    r.error_message);
+    else if (r.duplicate)
+      spdlog::debug("butler {}: schedule {} already fired elsewhere",
+                    self->state.params.cfg.name, name);
   };
   route_envelope parsed;
   if (auto rejected = admit(self, req, parsed))
     log(*rejected);
   else
     store(self, req, std::move(parsed), log);
+}
+
+/// Schedule `i` is due: fires it for the time it was armed for, re-arms.
+void fire(butler_ptr self, uint32_t i) {
+  fire_at(self, i, self->state.next_fire[i]);
   arm(self, i);
+}
+
+/// `catch_up = "once"`: fires the latest fire time before now once (a
+/// duplicate when it ran already).
+void catch_up(butler_ptr self, uint32_t i) {
+  auto now = std::chrono::system_clock::now();
+  // Look back at most 8 days (a weekly cron), bounded in steps.
+  auto t = now - std::chrono::hours{24 * 8};
+  std::optional<std::chrono::system_clock::time_point> last;
+  for (int steps = 0; steps < 20000; ++steps) {
+    auto next = fire_after(self, i, t);
+    if (!next || *next > now)
+      break;
+    last = next;
+    t = *next;
+  }
+  if (last)
+    fire_at(self, i, *last);
 }
 
 /// Cancels `work_id`: stops its session, or ends it cancelled while it
@@ -743,8 +796,12 @@ void init_schedules(butler_ptr self) {
     if (!st.crons.back())
       spdlog::error("butler {}: schedule {}: {}", cfg.name, sch.name, error);
   }
-  for (uint32_t i = 0; i < cfg.schedules.size(); ++i)
+  st.next_fire.resize(cfg.schedules.size());
+  for (uint32_t i = 0; i < cfg.schedules.size(); ++i) {
+    if (cfg.schedules[i].catch_up == "once")
+      catch_up(self, i);
     arm(self, i);
+  }
 }
 
 } // namespace
@@ -769,14 +826,21 @@ class session_runner final : public work_runner {
     params_.kind = runtime_of(cfg.runtime);
     params_.timeout = std::chrono::seconds{cfg.session_timeout_s};
     params_.budgets = budgets_for(bp.budgets, cfg.name);
+    params_.tool_base.node = bp.node;
+    params_.tool_base.recipients = cfg.recipients;
+    params_.tool_base.max_calls = cfg.max_tool_calls;
   }
 
   session_actor start(butler_ptr self, held_item& held) override {
+    auto& ctx = self->state.ctx;
     if (!params_.budgets.empty()) {
-      params_.reader = self->state.ctx->reader();
+      params_.reader = ctx->reader();
       params_.meters = self->state.usage->budgets();
     }
-    params_.traces = self->state.ctx->traces;
+    params_.traces = ctx->traces;
+    params_.tools = ctx->tools;
+    params_.tool_server = ctx->tool_server();
+    params_.mcp_url = ctx->mcp_url();
     return self->spawn<caf::linked>(session, params_, held.item, held.env,
                                     butler_actor{self}, std::move(held.steer));
   }

@@ -122,6 +122,10 @@ struct butler_state {
   std::chrono::milliseconds first_recovery_delay{250};
   /// Cron schedules, parallel to cfg.schedules (nullopt for every_s).
   std::vector<std::optional<cron_schedule>> crons;
+  /// The fire time each schedule is armed for, parallel to cfg.schedules:
+  /// the same on every node, so that the request id derived from it makes
+  /// one work item per (butler, schedule, fire time) across the cluster.
+  std::vector<std::chrono::system_clock::time_point> next_fire;
   butler_status status;
   // -- metrics (spec 000 §4.2, §4.4) ------------------------------------------
   gauge* active_sessions = nullptr;

@@ -19,6 +19,7 @@
 #include "actors/http_api.hpp"
 #include "actors/http_body_limit.hpp"
 #include "actors/http_ingest_bridge.hpp"
+#include "actors/mcp_api.hpp"
 #include "actors/worker_api.hpp"
 #include "runtime/http_checks.hpp"
 #include "runtime/http_ingest_queue.hpp"
@@ -141,6 +142,8 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
   dashboard_api dashboard;
   /// Connector heartbeats, rollups and the connector dashboard API.
   connector_stats_api conn_stats;
+  /// The tool server over MCP (/mcp).
+  mcp_api mcp;
 
   // -- in-flight tracking for the drain ---------------------------------------
   std::mutex mtx;
@@ -166,6 +169,7 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
       workers(sys, this->settings, this->ctx),
       dashboard(sys, this->settings, this->ctx),
       conn_stats(sys, this->settings, this->ctx),
+      mcp(sys, this->settings, this->ctx),
       requests_total(
         this->ctx->metrics.get_counter("butlers_http_requests_total",
                                        "HTTP requests received")),
@@ -328,6 +332,15 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
                        const path_params& p) {
     responder out{srv, req};
     (srv.conn_stats.*F)(call_of(req), out, p);
+  }
+
+  /// A route of the MCP endpoint, the same way.
+  template<void (mcp_api::*F)(const http_call&, http_responder&,
+                              const path_params&)>
+  static void on_mcp(impl& srv, shard&, const request_handle& req,
+                     const path_params& p) {
+    responder out{srv, req};
+    (srv.mcp.*F)(call_of(req), out, p);
   }
 
   /// The request as an `http_call` (valid while `req` is).
@@ -786,6 +799,11 @@ const http_route_table<http_server::impl::handler>& http_server::impl::
     // -- end connector health and statistics
     {m::any, "/v1/connectors/{rest...}", token,
      on_connector<&connector_api::other>},
+    // Sessions' tools: each request carries its session's capability
+    // token, which mcp_api checks (the node's token is not one).
+    {m::post, "/mcp", open, on_mcp<&mcp_api::post>},
+    {m::get, "/mcp", open, on_mcp<&mcp_api::get>},
+    {m::any, "/mcp", open, on_mcp<&mcp_api::other>},
     {m::get, "/v1/events/summary", token, on_server<&impl::events_summary>},
     {m::any, "/v1/events/summary", token,
      on_server<&impl::events_wrong_method>},

@@ -352,6 +352,26 @@ using cluster_actor = cluster_peer_actor::extend<
   /// INTERNAL: the quarantine TTL of a lost node (name, loss epoch) passed.
   caf::reacts_to<expire_atom, std::string, uint64_t>>;
 
+// -- tools
+// ---------------------------------------------------------------------
+
+/// The node's tool server (README "Give your butler tools"): carries out
+/// the tool calls of this node's sessions, whether they come over MCP
+/// (actors/mcp_api.hpp), from an HTTP model's tool calling or from the
+/// scripted runtime. Every call names its capability token; the scope
+/// behind it decides what the call may touch. State and reminders go
+/// through the writer and the reader, `notify` to the messenger (the call
+/// answers once the delivery ended or `[tools] notify_wait_ms` passed),
+/// `route_to` to the named butler. Also fires due reminders of this
+/// node's butlers, each exactly once across the cluster.
+using tool_server_actor = caf::typed_actor<
+  /// Runs one tool call; never fails (errors are results).
+  caf::replies_to<tool_atom, tool_call>::with<tool_result>,
+  /// INTERNAL: sweeps due reminders, then re-arms.
+  caf::reacts_to<caf::tick_atom>,
+  /// INTERNAL: a notify's wait for its delivery is over (its work id).
+  caf::reacts_to<timeout_atom, std::string>>::extend_with<route_listener_actor>;
+
 // -- threads
 // -------------------------------------------------------------------
 

@@ -34,11 +34,13 @@ class delivery_runner final : public work_runner {
 
   std::optional<route_rejection> admit(
     const route_request& req, const route_envelope& env) const override {
-    // spec 001 §10.1, §10.10: only the switchboard hands deliveries over.
-    if (req.trigger_source != "switchboard")
+    // spec 001 §10.1, §10.10: only the switchboard and the notify tool
+    // (which checked the session's token) hand deliveries over.
+    if (req.trigger_source != "switchboard" && req.trigger_source != "tool")
       return route_rejection{"validation_error",
                              "direct delivery rejected: notify.v1 goes "
-                             "through the switchboard (trigger_source '"
+                             "through the switchboard or the notify tool "
+                             "(trigger_source '"
                                + req.trigger_source + "')"};
     if (env.notify_request.empty())
       return route_rejection{"validation_error",

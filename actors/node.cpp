@@ -176,11 +176,20 @@ int run_node(const node_settings& settings) {
   int code = exit_ok;
   if (!start_cluster(sys, settings, ctx))
     code = exit_failure;
+  // Sessions reach their tools here (loopback: they run on this machine).
+  auto mcp_url = [&](uint16_t port) {
+    return settings.tools.url.empty()
+             ? "http://127.0.0.1:" + std::to_string(port) + "/mcp"
+             : settings.tools.url;
+  };
+  if (settings.http.enabled && settings.http.port != 0)
+    ctx->set_mcp_url(mcp_url(settings.http.port));
   auto sup = sys.spawn(supervisor, settings, ctx);
   http_server http{sys, settings, ctx, sup};
   if (code == exit_ok && settings.http.enabled) {
     try {
       auto port = http.start();
+      ctx->set_mcp_url(mcp_url(port));
       spdlog::info("HTTP listening on {}:{}", settings.http.bind, port);
       // One machine-readable line on stdout for scripts and tests.
       std::printf("{\"event\":\"listening\",\"address\":\"%s\",\"port\":%u}\n",

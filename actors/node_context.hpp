@@ -12,6 +12,7 @@
 #include "actors/interfaces.hpp"
 #include "runtime/event_hub.hpp"
 #include "runtime/lifecycle.hpp"
+#include "runtime/mcp.hpp"
 #include "runtime/metrics.hpp"
 #include "runtime/node_status.hpp"
 #include "runtime/tracing.hpp"
@@ -118,6 +119,37 @@ struct node_context {
     return connector_stats_;
   }
 
+  /// Publishes the tool server (null while the supervisor restarts its
+  /// group).
+  void set_tool_server(tool_server_actor hdl) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    tool_server_ = std::move(hdl);
+  }
+
+  tool_server_actor tool_server() const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return tool_server_;
+  }
+
+  /// The capability tokens of this node's sessions (never null).
+  tool_tokens_ptr tools = std::make_shared<tool_tokens>();
+
+  /// The MCP sessions of /mcp (never null).
+  std::shared_ptr<mcp::sessions>
+    mcp_sessions = std::make_shared<mcp::sessions>();
+
+  /// The MCP endpoint sessions are given (set by the node once it listens;
+  /// "" while there is none).
+  void set_mcp_url(std::string url) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    mcp_url_ = std::move(url);
+  }
+
+  std::string mcp_url() const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return mcp_url_;
+  }
+
   /// The thread API's event streams (set by the node before any actor
   /// starts; null when the node serves none).
   std::shared_ptr<event_hub> events;
@@ -141,6 +173,8 @@ struct node_context {
   thread_directory_actor threads_;
   std::map<std::string, connector_actor> connectors_;
   connector_stats_actor connector_stats_;
+  tool_server_actor tool_server_;
+  std::string mcp_url_;
 };
 
 using node_context_ptr = std::shared_ptr<node_context>;

@@ -1,6 +1,10 @@
 #include "actors/session.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <variant>
 
 #include <caf/blocking_actor.hpp>
@@ -56,6 +60,8 @@ void finish(session_ptr self, session_outcome out) {
     return;
   flush_deltas(self);
   st.finished = true;
+  if (!st.token.empty())
+    st.params.tools->revoke(st.token);
   out.usage = st.usage;
   out.work_id = st.item.work_id;
   out.lease_token = st.item.lease_token;
@@ -188,6 +194,7 @@ class cli_adapter final : public session_adapter {
     opts.env.emplace_back("BUTLERS_BUTLER", st.params.butler);
     opts.env.emplace_back("BUTLERS_REQUEST_ID", st.env.request_id);
     opts.env.emplace_back("BUTLERS_WORK_ID", st.item.work_id);
+    add_session_tools(self, family, opts.argv, opts.env);
     opts.timeout = st.params.timeout;
     opts.max_output_bytes = rt.max_output_bytes;
     opts.kill_grace = std::chrono::milliseconds{rt.kill_grace_ms};
@@ -348,10 +355,7 @@ class scripted_adapter final : public session_adapter {
            is_retryable_class(script_.fail_class));
       return;
     }
-    std::string result = R"({"reply":)" + json::quote(script_.reply)
-                         + R"(,"turns":)" + std::to_string(st.turn)
-                         + R"(,"turn_log":[)" + turn_log_ + "]}";
-    succeed(self, std::move(result), script_.reply);
+    call_tools(self, 0);
   }
 
  private:
@@ -408,6 +412,63 @@ class scripted_adapter final : public session_adapter {
       self->send(caf::actor_cast<thread_actor>(st.observer), steer_atom_v,
                  std::move(applied));
   }
+
+  /// Makes `runtime.tool_calls` from `i` on, one after the other through
+  /// the tool server, then succeeds with the reply; each call's outcome is
+  /// in the result's `tool_results`.
+  void call_tools(session_ptr self, size_t i) {
+    auto& st = self->state;
+    auto& calls = st.params.runtime.tool_calls;
+    if (i >= calls.size() || st.token.empty() || !st.params.tool_server) {
+      std::string result = R"({"reply":)" + json::quote(script_.reply)
+                           + R"(,"turns":)" + std::to_string(st.turn)
+                           + R"(,"turn_log":[)" + turn_log_ + "]";
+      if (!calls.empty())
+        result += R"(,"tool_results":[)" + tool_results_ + "]";
+      result += "}";
+      succeed(self, std::move(result), script_.reply);
+      return;
+    }
+    rapidjson::Document doc;
+    json::parse(calls[i], doc);
+    tool_call call;
+    call.token = st.token;
+    call.name = doc["name"].GetString();
+    call.arguments = doc.HasMember("arguments")
+                       ? json::to_string(doc["arguments"])
+                       : std::string{"{}"};
+    auto name = call.name;
+    self
+      ->request(st.params.tool_server, caf::infinite, tool_atom_v,
+                std::move(call))
+      .then(
+        [this, self, i, name](tool_result& r) {
+          if (self->state.finished)
+            return;
+          record_tool(name, r);
+          call_tools(self, i + 1);
+        },
+        [this, self, i, name](const caf::error& err) {
+          if (self->state.finished)
+            return;
+          record_tool(name,
+                      tool_failed("unavailable", self->system().render(err)));
+          call_tools(self, i + 1);
+        });
+  }
+
+  void record_tool(const std::string& name, const tool_result& r) {
+    if (!tool_results_.empty())
+      tool_results_ += ',';
+    tool_results_ += R"({"name":)" + json::quote(name) + R"(,"outcome":)"
+                     + json::quote(outcome_label(r)) + R"(,"result":)"
+                     + (r.structured.empty() ? std::string{"null"}
+                                             : r.structured)
+                     + R"(,"text":)" + json::quote(r.text) + "}";
+  }
+
+  /// The outcomes of the tool calls made so far (JSON objects).
+  std::string tool_results_;
 
   /// The script and the extra turns added so far for steer input that
   /// arrived during the last one.
@@ -520,6 +581,82 @@ bool run_without_session(const session_params& params, const work_item& item,
   return true;
 }
 
+tool_scope session_scope(const session_params& params, const work_item& item,
+                         const route_envelope& env) {
+  tool_scope s = params.tool_base;
+  s.butler = params.butler;
+  s.work_id = item.work_id;
+  s.request_id = env.request_id;
+  s.received_at = env.received_at;
+  s.channel = env.source_channel;
+  s.endpoint = env.source_endpoint_identity;
+  s.sender = env.source_sender_identity;
+  s.thread = env.source_thread_identity;
+  s.trigger_source = item.trigger_source;
+  s.prompt = env.prompt;
+  // route_to writes the hop count into the segment id: "rt<depth>.".
+  auto& seg = env.segment_id;
+  if (seg.size() > 3 && seg.compare(0, 2, "rt") == 0) {
+    auto dot = seg.find('.');
+    if (dot != std::string::npos && dot > 2)
+      s.depth = static_cast<uint32_t>(
+        std::strtoul(seg.substr(2, dot - 2).c_str(), nullptr, 10));
+  }
+  return s;
+}
+
+void add_session_tools(session_ptr self, cli_family family,
+                       std::vector<std::string>& argv,
+                       std::vector<std::pair<std::string, std::string>>& env) {
+  auto& st = self->state;
+  if (st.token.empty() || st.params.mcp_url.empty())
+    return;
+  auto& url = st.params.mcp_url;
+  env.emplace_back("BUTLERS_MCP_URL", url);
+  env.emplace_back("BUTLERS_MCP_TOKEN", st.token);
+  if (family == cli_family::codex) {
+    argv.push_back("-c");
+    argv.push_back("mcp_servers.butlers.url=" + json::quote(url));
+    argv.push_back("-c");
+    argv.push_back(
+      R"(mcp_servers.butlers.bearer_token_env_var="BUTLERS_MCP_TOKEN")");
+    return;
+  }
+  if (family != cli_family::claude)
+    return;
+  // The token stays off the command line, which other users can read.
+  char path[] = "/tmp/butlers-mcp-XXXXXX";
+  int fd = ::mkstemp(path);
+  if (fd < 0) {
+    spdlog::warn("session {}: no MCP config file: {}", st.item.work_id,
+                 std::strerror(errno));
+    return;
+  }
+  auto text = R"({"mcpServers":{"butlers":{"type":"http","url":)"
+              + json::quote(url) + R"(,"headers":{"Authorization":)"
+              + json::quote("Bearer " + st.token) + "}}}}";
+  bool ok = ::write(fd, text.data(), text.size())
+            == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  std::string file = path;
+  self->attach_functor([file] {
+    ::unlink(file.c_str());
+  });
+  if (!ok)
+    return;
+  argv.push_back("--mcp-config");
+  argv.push_back(file);
+  argv.push_back("--allowedTools");
+  argv.push_back(claude_allowed_tools());
+}
+
+std::string claude_allowed_tools() {
+  std::string out;
+  for (auto& t : tool_catalogue())
+    out += (out.empty() ? "" : ",") + std::string{"mcp__butlers__"} + t.name;
+  return out;
+}
+
 std::string cli_prompt(const std::string& butler, const route_envelope& env) {
   std::string out;
   out += "You are the '" + butler + "' butler. Handle the user's message ";
@@ -625,6 +762,16 @@ session_actor::behavior_type session(
   st.env = std::move(env);
   st.butler = std::move(butler);
   st.started = std::chrono::steady_clock::now();
+  auto& p = st.params;
+  if (p.tools && p.tool_base.max_calls > 0
+      && p.kind != session_runtime::delivery) {
+    st.token = p.tools->mint(session_scope(p, st.item, st.env));
+    // Revoked when the session ends, whatever ends it (finish, cancel,
+    // timeout, a kill of the butler).
+    self->attach_functor([tools = p.tools, token = st.token] {
+      tools->revoke(token);
+    });
+  }
   st.adapter = make_session_adapter(st.params);
   begin(self);
   return {

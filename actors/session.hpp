@@ -15,6 +15,7 @@
 #include "runtime/delivery.hpp"
 #include "runtime/route.hpp"
 #include "runtime/session_pool.hpp"
+#include "runtime/tools.hpp"
 #include "runtime/tracing.hpp"
 #include "runtime/usage.hpp"
 
@@ -64,7 +65,26 @@ struct session_params {
   /// The node's tracer: model runtimes record a span per model call
   /// (runtime/butler_trace.hpp). Null: none.
   tracer_ptr traces;
+  /// The node's capability tokens: a session gets one for its tools when
+  /// it starts, revoked when it ends. Null (or `tool_base.max_calls` 0):
+  /// the session has no tools.
+  tool_tokens_ptr tools;
+  /// The tool server (the scripted runtime calls it directly).
+  tool_server_actor tool_server;
+  /// The MCP endpoint the CLIs are given.
+  std::string mcp_url;
+  /// What every session of the butler may reach (`recipients`,
+  /// `max_calls`, the node); the rest of the scope comes from its work.
+  tool_scope tool_base;
 };
+
+/// The tool scope of a session of `params` for `item` and `env`.
+tool_scope session_scope(const session_params& params, const work_item& item,
+                         const route_envelope& env);
+
+/// The names Claude Code gives the tools of the MCP server "butlers"
+/// (`mcp__butlers__<tool>`), comma-separated, for `--allowedTools`.
+std::string claude_allowed_tools();
 
 struct session_state;
 
@@ -144,6 +164,9 @@ struct session_state {
   /// The room the budgets leave this session (unbounded without budgets);
   /// every `usage_atom` is checked against it.
   run_budget budget;
+  /// The session's capability token for its tools ("" without tools);
+  /// revoked when the session ends, however it ends.
+  std::string token;
 };
 
 /// How long a session coalesces streamed text before passing it on, and
@@ -174,6 +197,17 @@ session_outcome delivery_outcome(const work_item& item,
 /// delivery through an adapter that blocks, such as a webhook).
 bool run_without_session(const session_params& params, const work_item& item,
                          const route_envelope& env, butler_actor butler);
+
+/// Gives a CLI session's process its tools: BUTLERS_MCP_URL and
+/// BUTLERS_MCP_TOKEN in its environment, and for the claude family
+/// `--mcp-config FILE --allowedTools ...` (the file, 0600, names the
+/// server "butlers" over HTTP with the token as its Authorization header,
+/// and is removed when the session ends), for codex `-c
+/// mcp_servers.butlers.url=...` with `bearer_token_env_var`. Nothing
+/// without a token.
+void add_session_tools(session_ptr self, cli_family family,
+                       std::vector<std::string>& argv,
+                       std::vector<std::pair<std::string, std::string>>& env);
 
 /// The prompt a CLI runtime gets: the butler's role, the request context as
 /// data, and the user's text fenced as untrusted data (spec 001 §6.1).

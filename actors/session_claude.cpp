@@ -217,6 +217,7 @@ class claude_adapter final : public session_adapter {
     opts.env.emplace_back("BUTLERS_BUTLER", st.params.butler);
     opts.env.emplace_back("BUTLERS_REQUEST_ID", st.env.request_id);
     opts.env.emplace_back("BUTLERS_WORK_ID", st.item.work_id);
+    add_session_tools(self, cli_family::claude, opts.argv, opts.env);
     opts.timeout = st.params.timeout;
     opts.max_output_bytes = rt.max_output_bytes;
     opts.max_line_bytes = rt.max_output_bytes;

@@ -22,6 +22,7 @@
 #include "actors/registry.hpp"
 #include "actors/switchboard.hpp"
 #include "actors/thread_directory.hpp"
+#include "actors/tool_server.hpp"
 
 namespace butlers {
 
@@ -169,6 +170,16 @@ void start_group(supervisor_ptr self) {
   st.threads = self->spawn<caf::linked>(thread_directory, std::move(tenv),
                                         st.ctx);
   st.ctx->set_threads(st.threads);
+  tool_server_params tp;
+  tp.cfg = s.tools;
+  for (auto& cfg : hosted_butlers(s))
+    if (cfg.name != "messenger")
+      tp.butlers.push_back(cfg.name);
+  tp.writer = st.writer;
+  tp.reader = st.reader;
+  tp.registry = st.registry;
+  st.tools = self->spawn<caf::linked>(tool_server, std::move(tp), st.ctx);
+  st.ctx->set_tool_server(st.tools);
 }
 
 bool is_child(supervisor_ptr self, const caf::actor_addr& addr) {
@@ -185,6 +196,7 @@ bool is_child(supervisor_ptr self, const caf::actor_addr& addr) {
          || (st.registry && addr == st.registry.address())
          || (st.reader && addr == st.reader.address())
          || (st.threads && addr == st.threads.address())
+         || (st.tools && addr == st.tools.address())
          || (st.connector_stats && addr == st.connector_stats.address());
 }
 
@@ -277,6 +289,7 @@ supervisor_actor::behavior_type supervisor(
     self->send_exit(st.connector_stats, caf::exit_reason::kill);
     st.connector_stats = nullptr;
     self->send_exit(st.threads, caf::exit_reason::kill);
+    self->send_exit(st.tools, caf::exit_reason::kill);
     self->send_exit(st.writer, caf::exit_reason::kill);
     self->send_exit(st.switchboard, caf::exit_reason::kill);
     self->send_exit(st.scanner, caf::exit_reason::kill);
@@ -290,6 +303,8 @@ supervisor_actor::behavior_type supervisor(
     st.registry = nullptr;
     st.reader = nullptr;
     st.threads = nullptr;
+    st.tools = nullptr;
+    st.ctx->set_tool_server({});
     st.butlers.clear();
     st.ctx->set_reader({});
     st.restarting = true;

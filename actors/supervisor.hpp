@@ -29,6 +29,8 @@ struct supervisor_state {
   std::vector<connector_actor> connectors;
   /// Connector heartbeats and rollups (switchboard nodes only; issue 26).
   connector_stats_actor connector_stats;
+  /// The tool server of this node's sessions.
+  tool_server_actor tools;
   /// Consecutive restarts, for the backoff.
   uint32_t restarts = 0;
   /// A restart is scheduled (children of the old group may still report

@@ -10,6 +10,7 @@
 #include "runtime/messages.hpp"
 #include "runtime/operator_action.hpp"
 #include "runtime/threads.hpp"
+#include "runtime/tools.hpp"
 #include "runtime/worker_wire.hpp"
 
 CAF_BEGIN_TYPE_ID_BLOCK(butlers, caf::first_custom_type_id)
@@ -65,6 +66,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(butlers, caf::first_custom_type_id)
   // connector health and statistics (issue 26, h-conn)
   CAF_ADD_ATOM(butlers, butlers, heartbeat_atom, "heartbeat")
   CAF_ADD_ATOM(butlers, butlers, rollup_atom, "rollup")
+  CAF_ADD_ATOM(butlers, butlers, tool_atom, "tool")
 
   // -- message types
   // -----------------------------------------------------------
@@ -107,6 +109,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(butlers, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(butlers, (butlers::steer_applied))
   CAF_ADD_TYPE_ID(butlers, (butlers::worker_call))
   CAF_ADD_TYPE_ID(butlers, (butlers::worker_reply))
+  CAF_ADD_TYPE_ID(butlers, (butlers::tool_call))
+  CAF_ADD_TYPE_ID(butlers, (butlers::tool_result))
 
 CAF_END_TYPE_ID_BLOCK(butlers)
 

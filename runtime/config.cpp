@@ -145,6 +145,8 @@ void read_root(parser& p, const toml::table& root) {
     read_table(p, *t, "connectors", connectors_fields(), out.connector_stats);
   if (auto t = s.table("telemetry"))
     read_table(p, *t, "telemetry", telemetry_fields(), out.telemetry);
+  if (auto t = s.table("tools"))
+    read_table(p, *t, "tools", tool_fields(), out.tools);
   s.finish();
 }
 
@@ -231,6 +233,10 @@ bool operator==(const threads_config& x, const threads_config& y) {
   return equal_fields(threads_fields(), x, y);
 }
 
+bool operator==(const tool_settings& x, const tool_settings& y) {
+  return equal_fields(tool_fields(), x, y);
+}
+
 bool operator==(const connectors_config& x, const connectors_config& y) {
   return equal_fields(connectors_fields(), x, y);
 }
@@ -243,11 +249,11 @@ bool operator==(const node_settings& x, const node_settings& y) {
   return std::tie(x.node, x.database, x.http, x.switchboard, x.router,
                   x.policies, x.budgets, x.butlers, x.messenger, x.connectors,
                   x.cluster, x.scheduler, x.threads, x.connector_stats,
-                  x.telemetry)
+                  x.telemetry, x.tools)
          == std::tie(y.node, y.database, y.http, y.switchboard, y.router,
                      y.policies, y.budgets, y.butlers, y.messenger,
                      y.connectors, y.cluster, y.scheduler, y.threads,
-                     y.connector_stats, y.telemetry);
+                     y.connector_stats, y.telemetry, y.tools);
 }
 
 bool cluster_config::hosts(const std::string& name) const {
@@ -475,6 +481,7 @@ std::string to_toml(const node_settings& s) {
       << print_fields(connectors_fields(), s.connector_stats);
 
   out << "\n[telemetry]\n" << print_fields(telemetry_fields(), s.telemetry);
+  out << "\n[tools]\n" << print_fields(tool_fields(), s.tools);
   for (auto& b : s.butlers) {
     out << "\n[[butler]]\n" << print_fields(butler_fields(), b);
     out << "[butler.runtime]\n" << print_fields(runtime_fields(), b.runtime);

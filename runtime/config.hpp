@@ -255,6 +255,11 @@ struct runtime_config {
   /// Streams the reply as deltas, one part per turn (split at spaces), to a
   /// thread's event stream. Default false.
   bool stream_reply = false;
+  /// Tool calls the session makes, in order, after its turns and before
+  /// its reply: each a JSON object `{"name": TOOL, "arguments": {...}}`
+  /// (README "Give your butler tools"). Their results are in the session's
+  /// result. Default empty.
+  std::vector<std::string> tool_calls;
   // -- scripted and model runtimes
   /// The model the runtime uses (scripted: the one it reports; openai,
   /// anthropic: the name sent with every call, required for them;
@@ -336,6 +341,13 @@ struct schedule_config {
   std::string cron;
   /// Prompt of the scheduled session, required, non-empty.
   std::string prompt;
+  /// Where the session's reply (and a `notify` without a recipient) goes:
+  /// "channel:recipient", e.g. "telegram:123456789". Default "" (the
+  /// reply goes to the `api` outbox).
+  std::string notify_to;
+  /// A fire missed while no node ran the butler: "skip" (default) lets it
+  /// go; "once" runs the latest missed fire once at start.
+  std::string catch_up = "skip";
 };
 
 /// One `[[butler]]`: a specialist and its session pool.
@@ -369,6 +381,13 @@ struct butler_config {
   runtime_config runtime;
   /// `[[butler.schedule]]`, in file order.
   std::vector<schedule_config> schedules;
+  /// Whom the butler's sessions may `notify` besides the person who asked:
+  /// "channel:recipient" each, e.g. "telegram:123456789" or
+  /// "email:ops@example.org". Default empty.
+  std::vector<std::string> recipients;
+  /// Tool calls one session may make; 0 gives its sessions no tools.
+  /// Default 64, range 0..10000.
+  uint32_t max_tool_calls = 64;
 };
 
 /// `[messenger.adapter.reactions]` of a telegram adapter: the emoji of each
@@ -552,6 +571,31 @@ struct connectors_config {
   bool rollups = true;
 };
 
+/// `[tools]`: the tool server of butler sessions (README "Give your butler
+/// tools", actors/tool_server.hpp).
+struct tool_settings {
+  /// The MCP endpoint sessions are given; "" (default) means
+  /// http://127.0.0.1:<http.port>/mcp.
+  std::string url;
+  /// Browser origins allowed to call /mcp; a request with another Origin
+  /// header is refused (403). Default empty (sessions send none).
+  std::vector<std::string> allowed_origins;
+  /// Milliseconds a `notify` call waits for its delivery before it answers
+  /// `queued` (it is durable either way). Default 10000, range 0..600000.
+  uint32_t notify_wait_ms = 10000;
+  /// Milliseconds between sweeps for due reminders. Default 1000, range
+  /// 100..60000.
+  uint32_t reminder_poll_ms = 1000;
+  /// Largest state value (its JSON text) or reminder message. Default
+  /// 65536, range 16..1048576.
+  uint32_t max_value_bytes = 65536;
+  /// Most route_to hops behind a session. Default 3, range 0..16.
+  uint32_t max_route_depth = 3;
+  /// Tool calls under way at once on the node; more are refused with a
+  /// tool error. Default 1024, range 1..100000.
+  uint32_t max_in_flight = 1024;
+};
+
 /// `[threads]`: conversation threads (spec 003).
 struct threads_config {
   /// Seconds a thread without an active run, queued run or pending write
@@ -666,6 +710,8 @@ struct node_settings {
 
   /// `[telemetry]`.
   telemetry_config telemetry;
+  /// `[tools]`.
+  tool_settings tools;
   /// File the settings were read from; "" when not from a file.
   std::string path;
   /// Where each key and table was written, by dotted key ("http.bind",
@@ -697,6 +743,7 @@ bool operator==(const connector_config& x, const connector_config& y);
 bool operator==(const cluster_config& x, const cluster_config& y);
 bool operator==(const scheduler_config& x, const scheduler_config& y);
 bool operator==(const threads_config& x, const threads_config& y);
+bool operator==(const tool_settings& x, const tool_settings& y);
 bool operator==(const connectors_config& x, const connectors_config& y);
 
 bool operator==(const telemetry_config& x, const telemetry_config& y);

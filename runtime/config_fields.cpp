@@ -1,7 +1,9 @@
 #include "runtime/config_fields.hpp"
 
+#include "runtime/json.hpp"
 #include "runtime/mail.hpp"
 #include "runtime/telegram_reactions.hpp"
+#include "runtime/tools.hpp"
 
 namespace butlers {
 namespace config_detail {
@@ -151,6 +153,71 @@ const std::vector<std::string>& channel_names() {
   static const std::vector<std::string> names{"*",     "telegram", "slack",
                                               "email", "api",      "mcp"};
   return names;
+}
+
+bool is_channel(const std::string& c) {
+  for (auto& n : channel_names())
+    if (n != "*" && n == c)
+      return true;
+  return false;
+}
+
+/// "channel:recipient" with a known channel and a recipient.
+check_fn address() {
+  return [](const std::string& x) -> std::string {
+    auto colon = x.find(':');
+    if (colon != std::string::npos && colon > 0 && colon + 1 < x.size()
+        && is_channel(x.substr(0, colon)))
+      return {};
+    return "must be \"channel:recipient\" (e.g. \"telegram:123456789\"), got '"
+           + x + "'";
+  };
+}
+
+check_fn address_or_empty() {
+  return [check = address()](const std::string& x) -> std::string {
+    return x.empty() ? std::string{} : check(x);
+  };
+}
+
+check_fn web_url_or_empty() {
+  return [check = web_url()](const std::string& x) -> std::string {
+    return x.empty() ? std::string{} : check(x);
+  };
+}
+
+check_fn one_of(std::vector<std::string> words) {
+  return [words](const std::string& x) -> std::string {
+    std::string all;
+    for (auto& w : words) {
+      if (w == x)
+        return {};
+      all += (all.empty() ? "" : ", ") + w;
+    }
+    return "must be one of " + all + ", got '" + x + "'";
+  };
+}
+
+/// A JSON object {"name": TOOL, "arguments": {...}} naming a known tool.
+check_fn tool_call_json() {
+  return [](const std::string& x) -> std::string {
+    rapidjson::Document doc;
+    if (auto err = json::parse(x, doc))
+      return "not JSON: " + err->message;
+    if (!doc.IsObject() || !doc.HasMember("name") || !doc["name"].IsString())
+      return "must be an object with a \"name\" (and \"arguments\")";
+    std::string name = doc["name"].GetString();
+    if (!find_tool(name))
+      return "no tool '" + name + "'";
+    if (doc.HasMember("arguments") && !doc["arguments"].IsObject())
+      return "\"arguments\" must be an object";
+    for (auto& m : doc.GetObject()) {
+      std::string k = m.name.GetString();
+      if (k != "name" && k != "arguments")
+        return "unknown member '" + k + "' (name, arguments)";
+    }
+    return {};
+  };
 }
 
 /// `^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`: the node's name.
@@ -443,6 +510,11 @@ const fields<butler_config>& butler_fields() {
     integer("lease_s", &c::lease_s, 2, 86400,
             "how long a work item's lease lasts"),
     text("node", &c::node, "hosting node; \"\" means local"),
+    texts("recipients", &c::recipients,
+          "whom sessions may notify besides the asker, \"channel:recipient\"",
+          address()),
+    integer("max_tool_calls", &c::max_tool_calls, 0, 10000,
+            "tool calls one session may make; 0: no tools"),
   };
   return list;
 }
@@ -473,6 +545,10 @@ const fields<runtime_config>& runtime_fields() {
            "scripted: synthetic cost of each turn in US dollars"),
     flag("stream_reply", &c::stream_reply,
          "scripted: stream the reply as deltas, one part per turn"),
+    texts("tool_calls", &c::tool_calls,
+          "scripted: tool calls made before the reply, each "
+          "{\"name\", \"arguments\"} as JSON",
+          tool_call_json()),
     text("model", &c::model,
          "the model; scripted: the one it reports; openai, anthropic: the "
          "name sent with every call (required)"),
@@ -536,6 +612,12 @@ const fields<schedule_config>& schedule_fields() {
       .unset_by_default(),
     text("prompt", &c::prompt, "prompt of the scheduled session", not_empty())
       .required(),
+    text("notify_to", &c::notify_to,
+         "where the reply goes, \"channel:recipient\"; \"\": the api outbox",
+         address_or_empty()),
+    text("catch_up", &c::catch_up,
+         "a fire missed while no node ran: skip, or once at start",
+         one_of({"skip", "once"})),
   };
   return list;
 }
@@ -665,6 +747,28 @@ const fields<scheduler_config>& scheduler_fields() {
   return list;
 }
 
+const fields<tool_settings>& tool_fields() {
+  using c = tool_settings;
+  static const fields<c> list{
+    text("url", &c::url,
+         "the MCP endpoint sessions get; \"\": http://127.0.0.1:PORT/mcp",
+         web_url_or_empty()),
+    texts("allowed_origins", &c::allowed_origins,
+          "browser origins allowed to call /mcp", not_empty()),
+    integer("notify_wait_ms", &c::notify_wait_ms, 0, 600000,
+            "how long notify waits for its delivery before answering queued"),
+    integer("reminder_poll_ms", &c::reminder_poll_ms, 100, 60000,
+            "milliseconds between sweeps for due reminders"),
+    integer("max_value_bytes", &c::max_value_bytes, 16, 1048576,
+            "largest state value or reminder message"),
+    integer("max_route_depth", &c::max_route_depth, 0, 16,
+            "most route_to hops behind a session"),
+    integer("max_in_flight", &c::max_in_flight, 1, 100000,
+            "tool calls under way at once on the node"),
+  };
+  return list;
+}
+
 const fields<threads_config>& threads_fields() {
   using c = threads_config;
   static const fields<c> list{
@@ -781,6 +885,7 @@ std::vector<section_reference> config_reference() {
     reference_of("[cluster.tls]", cluster_tls_fields()),
     reference_of("[scheduler]", scheduler_fields()),
     reference_of("[threads]", threads_fields()),
+    reference_of("[tools]", tool_fields()),
     reference_of("[connectors]", connectors_fields()),
 
     reference_of("[telemetry]", telemetry_fields()),

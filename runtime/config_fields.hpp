@@ -402,6 +402,7 @@ const fields<cluster_config>& cluster_fields();
 const fields<cluster_config>& cluster_tls_fields();
 const fields<scheduler_config>& scheduler_fields();
 const fields<threads_config>& threads_fields();
+const fields<tool_settings>& tool_fields();
 /// `[connectors]` (issue 26, h-conn).
 const fields<connectors_config>& connectors_fields();
 

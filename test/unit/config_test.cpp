@@ -1473,8 +1473,9 @@ TEST(config, to_toml_round_trips_runtime_schedules_and_adapters) {
   b.runtime.seed = 9223372036854775807u;
   b.runtime.reply = "{prompt}\t{turns}";
   b.runtime.command = {"opencode", "run", ""};
-  b.schedules.push_back({"hourly", 3600, "", "tick"});
-  b.schedules.push_back({"cron-job", 0, "0 * * * 1-5", "weekday tick"});
+  b.schedules.push_back({"hourly", 3600, "", "tick", "telegram:42", "once"});
+  b.schedules.push_back(
+    {"cron-job", 0, "0 * * * 1-5", "weekday tick", "", "skip"});
   s.butlers.emplace_back();
   s.butlers.back().name = "c";
   s.butlers.back().runtime.fail_rate = 1e-9;
