@@ -129,12 +129,32 @@ void write_outcome(butler_ptr self, session_outcome out,
     });
 }
 
-/// Hands a session's reply to the switchboard (→ messenger), then writes
-/// the result. A reply that cannot be handed over fails the item with a
-/// retryable `target_unavailable`. The reply goes out before the result is
-/// written: a crash in between runs the item again, and the messenger drops
-/// the second copy (its idempotency key is the work id), so delivery is
-/// at-least-once and the user sees one answer.
+/// Writes the result of a session whose reply's delivery ended (`r`):
+/// as it was when delivered, else an error of the delivery's class (not
+/// retryable: the messenger retried and dead-lettered it), so the request
+/// ends errored rather than parsed.
+void reply_delivered(butler_ptr self, pending_reply p,
+                     const route_response& r) {
+  auto& out = p.out;
+  if (r.status == "error") {
+    out.state = "error";
+    out.response.status = "error";
+    out.response.error_class = r.error_class.empty() ? "internal_error"
+                                                     : r.error_class;
+    out.response.error_message = "reply not delivered: " + r.error_message;
+    out.response.retryable = false;
+    out.response.result.clear();
+  }
+  write_outcome(self, std::move(out), p.sender);
+}
+
+/// Hands a session's reply to the messenger and writes the result once
+/// the delivery ended (done means delivered): the messenger's work item is
+/// keyed by this work id, so a session run again after a crash finds the
+/// first delivery instead of sending twice. On a node without a messenger
+/// the reply goes through the switchboard, and the result is written once
+/// the messenger took it. A reply that cannot be handed over fails the
+/// item with a retryable `target_unavailable`.
 void notify_then_write(butler_ptr self, session_outcome out,
                        const route_envelope& env) {
   auto& st = self->state;
@@ -147,13 +167,46 @@ void notify_then_write(butler_ptr self, session_outcome out,
     out.response.retryable = true;
     write_outcome(self, std::move(out), sender);
   };
-  auto sb = st.ctx->switchboard();
-  if (!sb) {
-    give_up(std::move(out), "no switchboard on this node");
-    return;
-  }
   auto notify = make_notify_json(env, st.params.cfg.name, out.reply,
                                  out.work_id);
+  if (auto messenger = st.ctx->messenger()) {
+    std::string envelope;
+    auto parsed = std::make_shared<route_envelope>();
+    if (auto bad = make_delivery_route(notify, make_uuid_v7().to_string(),
+                                       unix_now_us(), envelope, parsed.get())) {
+      give_up(std::move(out), bad->error_class + ": " + bad->message);
+      return;
+    }
+    route_request req{std::move(envelope), "butler", st.params.cfg.name,
+                      caf::actor_cast<caf::actor>(self), std::move(parsed)};
+    self->request(messenger, local_call, route_atom_v, std::move(req))
+      .then(
+        [self, out, give_up, sender](route_response& r) mutable {
+          if (r.status == "error") {
+            give_up(std::move(out), r.error_class + ": " + r.error_message);
+            return;
+          }
+          auto& st = self->state;
+          pending_reply p{std::move(out), sender};
+          if (auto i = st.early_replies.find(r.work_id);
+              i != st.early_replies.end()) {
+            auto done = std::move(i->second);
+            st.early_replies.erase(i);
+            reply_delivered(self, std::move(p), done);
+            return;
+          }
+          st.replies.emplace(r.work_id, std::move(p));
+        },
+        [self, out, give_up](const caf::error& err) mutable {
+          give_up(std::move(out), self->system().render(err));
+        });
+    return;
+  }
+  auto sb = st.ctx->switchboard();
+  if (!sb) {
+    give_up(std::move(out), "no messenger or switchboard on this node");
+    return;
+  }
   self->request(sb, local_call, deliver_atom_v, std::move(notify))
     .then(
       [self, out, give_up, sender](const route_response& r) mutable {
@@ -165,6 +218,22 @@ void notify_then_write(butler_ptr self, session_outcome out,
       [self, out, give_up](const caf::error& err) mutable {
         give_up(std::move(out), self->system().render(err));
       });
+}
+
+/// The messenger reports how the delivery of a reply ended.
+void on_reply_done(butler_ptr self, route_response& r) {
+  auto& st = self->state;
+  auto i = st.replies.find(r.work_id);
+  if (i == st.replies.end()) {
+    // Before its `accepted`: kept until that arrives (bounded).
+    if (st.early_replies.size() >= 1024)
+      st.early_replies.clear();
+    st.early_replies.emplace(r.work_id, std::move(r));
+    return;
+  }
+  auto p = std::move(i->second);
+  st.replies.erase(i);
+  reply_delivered(self, std::move(p), r);
 }
 
 /// Stops the run of running item `r`: its session, or (a delivery without
@@ -916,6 +985,9 @@ butler_actor::behavior_type butler_with(butler_ptr self, butler_params params,
     },
     [self](done_atom, session_outcome& out) {
       on_done(self, out);
+    },
+    [self](done_atom, route_response& r) {
+      on_reply_done(self, r);
     },
     [self](caf::tick_atom) {
       on_tick(self);

@@ -90,6 +90,13 @@ class work_runner {
                        outcome_write w);
 };
 
+/// A session's result waiting for the delivery of its reply: written
+/// once the messenger reports how the delivery ended.
+struct pending_reply {
+  session_outcome out;
+  std::string sender;
+};
+
 struct butler_state {
   static inline const char* name = "butler";
   butler_params params;
@@ -108,6 +115,12 @@ struct butler_state {
   /// tick count when they were added: dropped after a few ticks unless the
   /// item turns up here.
   std::unordered_map<std::string, uint64_t> foreign_waiters;
+  /// Results whose reply the messenger is delivering, by the delivery's
+  /// work id (the item's lease is renewed meanwhile: it is finishing).
+  std::unordered_map<std::string, pending_reply> replies;
+  /// Deliveries that ended before the messenger's `accepted` arrived (a
+  /// duplicate already done is reported at once), by work id; bounded.
+  std::unordered_map<std::string, route_response> early_replies;
   /// Ticks so far (the age of foreign waiters).
   uint64_t ticks = 0;
   /// Holder name in leases: "NODE/INCARNATION", new at every spawn.

@@ -108,7 +108,8 @@ using inbox_scanner_actor = caf::typed_actor<
 
 /// What a `route.execute` caller implements to hear a work item's outcome
 /// (the `reply_to` of a `route_request`): the switchboard for its
-/// subrequests, a thread for its runs.
+/// subrequests, a thread for its runs, a butler for the delivery of its
+/// session's reply, the tool server for a notify.
 using route_listener_actor = caf::typed_actor<
   /// The butler's final route_response for a work item it accepted.
   caf::reacts_to<done_atom, route_response>>;
@@ -262,7 +263,7 @@ using butler_actor = caf::typed_actor<
   /// at once; answers how many items were released.
   caf::replies_to<drain_atom, caf::timespan>::with<uint32_t>,
   /// INTERNAL: the drain's wait for running sessions is over.
-  caf::reacts_to<drain_atom>>;
+  caf::reacts_to<drain_atom>>::extend_with<route_listener_actor>;
 
 /// One running session: drives its runtime adapter turn by turn under the
 /// session timeout and reports a `session_outcome` to its butler, then

@@ -34,9 +34,12 @@ class delivery_runner final : public work_runner {
 
   std::optional<route_rejection> admit(
     const route_request& req, const route_envelope& env) const override {
-    // spec 001 §10.1, §10.10: only the switchboard and the notify tool
-    // (which checked the session's token) hand deliveries over.
-    if (req.trigger_source != "switchboard" && req.trigger_source != "tool")
+    // spec 001 §10.1, §10.10: only the switchboard, a butler of this node
+    // (its session's reply) and the notify tool (which checked the
+    // session's token) hand deliveries over; never a route.execute from
+    // outside.
+    if (req.trigger_source != "switchboard" && req.trigger_source != "tool"
+        && req.trigger_source != "butler")
       return route_rejection{"validation_error",
                              "direct delivery rejected: notify.v1 goes "
                              "through the switchboard or the notify tool "

@@ -259,6 +259,32 @@ TEST_F(TelegramReplies, AnUpdateFetchedByPollingForAFailingButlerShowsErrored) {
 
 // -- the reply side -----------------------------------------------------------
 
+TEST_F(TelegramReplies, AReplyDeadLetteredAtTheBotApiLeavesTheRequestErrored) {
+  // Done means delivered: the butler succeeded, but Telegram refuses the
+  // reply for good (403), so the request ends errored and shows 👾.
+  start(config("turn_ms = 10\nreply = \"noted: {prompt}\"\n"));
+  tg.inject("sendMessage",
+            telegram_fault::error(403,
+                                  "Forbidden: bot was blocked by the user"),
+            10);
+  auto msg = send("my pill");
+  ASSERT_TRUE(reaction_ends_with(msg, invader)) << node_->log();
+  EXPECT_EQ(tg.reactions_of(chat, msg),
+            (std::vector<std::string>{eyes, invader}));
+  pqxx::connection conn{url_};
+  pqxx::nontransaction tx{conn};
+  auto row = tx.exec1("SELECT lifecycle_state, coalesce(error_class, ''), "
+                      "coalesce(error_message, '') FROM message_inbox");
+  EXPECT_EQ(row[0].as<std::string>(), "errored");
+  // The class the adapter gave the refusal: the bot may not write there.
+  EXPECT_EQ(row[1].as<std::string>(), "target_unavailable");
+  EXPECT_NE(row[2].as<std::string>().find("reply not delivered"),
+            std::string::npos)
+    << row[2].as<std::string>();
+  EXPECT_EQ(tx.exec1("SELECT count(*) FROM dead_letters")[0].as<int>() > 0,
+            true);
+}
+
 TEST_F(TelegramReplies, AFailingButlerShowsErroredAndTheErrorReplyArrives) {
   start(config("turn_ms = 1000\nfail_rate = 1.0\n"
                "fail_class = \"validation_error\"\n"));
@@ -312,8 +338,11 @@ TEST_F(TelegramReplies, TooManyRequestsIsHonoured) {
 // node died: the restarted node finds it 'sending' and sends it again. Every
 // reply arrives; the duplicates are exactly the counted window.
 TEST_F(TelegramReplies, SigkillDuringDeliveryLosesNothingAndCountsTheWindow) {
+  // Short inbox leases: the requests, unfinished at the kill (their
+  // replies were not delivered), are taken over soon after the restart.
   auto cfg = config("turn_ms = 10\nreply = \"noted: {prompt}\"\n", "",
-                    "timeout_ms = 60000\n");
+                    "timeout_ms = 60000\n")
+             + "[switchboard]\nlease_s = 3\nscanner_interval_s = 1\n";
   tg.inject("sendMessage", telegram_fault::lost_reply(60s), 2);
   start(cfg);
   auto a = send("first pill");
@@ -325,8 +354,15 @@ TEST_F(TelegramReplies, SigkillDuringDeliveryLosesNothingAndCountsTheWindow) {
     },
     30s))
     << node_->log();
-  ASSERT_TRUE(reaction_ends_with(a, thumbs_up));
-  ASSERT_TRUE(reaction_ends_with(b, thumbs_up));
+  // Done means delivered: while the sends hang, neither request is parsed.
+  ASSERT_TRUE(reaction_ends_with(a, eyes));
+  ASSERT_TRUE(reaction_ends_with(b, eyes));
+  pqxx::connection db{url_};
+  EXPECT_EQ(pqxx::nontransaction{db}
+              .exec1("SELECT count(*) FROM message_inbox "
+                     "WHERE lifecycle_state = 'parsed'")[0]
+              .as<int>(),
+            0);
   ASSERT_TRUE(kill_node());
   node_.reset();
   ASSERT_TRUE(start_node(cfg, {{"BUTLERS_CONNECTOR_BOT_TOKEN", tg.token()}}));
@@ -353,7 +389,9 @@ TEST_F(TelegramReplies, SigkillDuringDeliveryLosesNothingAndCountsTheWindow) {
                                    "adapter=\"telegram\",kind=\"message\"}");
   EXPECT_EQ(duplicates, counted);
   EXPECT_EQ(duplicates, 2) << "both were in the window when the node died";
-  EXPECT_EQ(tg.reactions_of(chat, a).back(), thumbs_up);
+  // Delivered (twice, within the counted window): now both are parsed.
+  EXPECT_TRUE(reaction_ends_with(a, thumbs_up)) << node_->log();
+  EXPECT_TRUE(reaction_ends_with(b, thumbs_up));
 }
 
 } // namespace

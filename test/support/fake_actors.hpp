@@ -51,6 +51,7 @@ inline butler_actor::behavior_type fake_butler(butler_actor::pointer,
       return uint32_t{0};
     },
     [](drain_atom) {},
+    [](done_atom, route_response&) {},
   };
 }
 

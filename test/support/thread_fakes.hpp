@@ -198,6 +198,7 @@ inline butler_actor::behavior_type fake_butler(
       return uint32_t{0};
     },
     [](drain_atom) {},
+    [](done_atom, route_response&) {},
   };
 }
 

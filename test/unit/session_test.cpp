@@ -54,6 +54,7 @@ butler_actor::behavior_type fake_butler(
       return uint32_t{0};
     },
     [](drain_atom) {},
+    [](done_atom, route_response&) {},
   };
 }
 
