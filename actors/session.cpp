@@ -594,6 +594,8 @@ tool_scope session_scope(const session_params& params, const work_item& item,
   s.thread = env.source_thread_identity;
   s.trigger_source = item.trigger_source;
   s.prompt = env.prompt;
+  s.lease_token = item.lease_token;
+  s.traceparent = env.trace_parent;
   // route_to writes the hop count into the segment id: "rt<depth>.".
   auto& seg = env.segment_id;
   if (seg.size() > 3 && seg.compare(0, 2, "rt") == 0) {

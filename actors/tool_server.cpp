@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "runtime/butler_trace.hpp"
 #include "runtime/json.hpp"
 #include "runtime/route.hpp"
 #include "runtime/threads.hpp"
@@ -44,12 +45,17 @@ struct tool_call_ctx {
   tool_grant_ptr grant;
   std::string tool;
   std::chrono::steady_clock::time_point started;
+  uint64_t start_ns = 0;
+  /// The arguments as recorded: in full with `[tools] record_arguments`,
+  /// else their key names ("" until they were read).
+  std::string recorded;
 
   const tool_scope& scope() const {
     return grant->scope;
   }
 
-  /// Answers the call, counts and logs it.
+  /// Answers the call, counts, logs, records and traces it, and tells the
+  /// thread's event stream (a thread's run).
   void answer(tool_result r) {
     auto& st = self->state;
     auto ms = std::chrono::duration<double, std::milli>(
@@ -57,16 +63,70 @@ struct tool_call_ctx {
                 .count();
     st.duration->observe(ms);
     auto outcome = outcome_label(r);
+    auto& s = scope();
     st.ctx->metrics
       .get_counter("butlers_tool_calls_total", "Tool calls of sessions",
-                   "butler=\"" + scope().butler + "\",tool=\"" + tool
+                   "butler=\"" + s.butler + "\",tool=\"" + tool
                      + "\",outcome=\"" + outcome + "\"")
       .inc();
     spdlog::debug("tool {} of butler {} (work {}): {} in {:.1f} ms", tool,
-                  scope().butler, scope().work_id, outcome, ms);
+                  s.butler, s.work_id, outcome, ms);
+    if (!recorded.empty()) {
+      st.writes.exec(
+        self,
+        named_statement{"tool_call_insert",
+                        {s.request_id, s.work_id, s.butler, tool, outcome,
+                         std::to_string(ms), recorded},
+                        s.request_id},
+        [](named_result&) {}, [](const caf::error&) {});
+      publish(outcome, ms, r.status == tool_status::ok);
+      trace(outcome, r);
+    }
     if (st.in_flight > 0)
       --st.in_flight;
     rp.deliver(std::move(r));
+  }
+
+  /// A `tool` event on the thread's stream, for a thread's run.
+  void publish(const std::string& outcome, double ms, bool ok) {
+    auto& s = scope();
+    auto& hub = self->state.ctx->events;
+    if (s.trigger_source != "thread" || s.thread.empty() || !hub
+        || !hub->wants_thread(s.thread))
+      return;
+    auto body = R"({"thread_id":)" + json::quote(s.thread) + R"(,"run_id":)"
+                + json::quote(s.request_id) + R"(,"butler":)"
+                + json::quote(s.butler) + R"(,"tool":)" + json::quote(tool)
+                + R"(,"outcome":)" + json::quote(outcome) + R"(,"is_error":)"
+                + (ok ? "false" : "true") + R"(,"duration_ms":)"
+                + json::to_string(rapidjson::Value{ms}) + R"(,"arguments":)"
+                + recorded + "}";
+    hub->publish_thread(s.thread, sse_frame("tool", body));
+  }
+
+  /// An `execute_tool {name}` span (GenAI semantic conventions) under the
+  /// run's `invoke_agent` span.
+  void trace(const std::string& outcome, const tool_result& r) {
+    auto& tr = self->state.ctx->traces;
+    if (!tr || !tr->enabled())
+      return;
+    auto& s = scope();
+    auto parent = model_call_parent_of(s.work_id, s.lease_token, s.traceparent,
+                                       tr->sample_ratio());
+    if (!parent.trace.sampled())
+      return;
+    auto sp = span::child_of(parent.trace, parent.agent, random_span_id(),
+                             "execute_tool " + tool, start_ns);
+    sp.set("gen_ai.operation.name", "execute_tool")
+      .set("gen_ai.tool.name", tool)
+      .set("gen_ai.tool.type", "function")
+      .set("butlers.tool.outcome", outcome);
+    if (r.status != tool_status::ok) {
+      sp.set("error.type", outcome);
+      sp.fail(outcome, r.text);
+    }
+    sp.end(unix_nanos_now());
+    tr->record(std::move(sp));
   }
 };
 
@@ -560,6 +620,20 @@ void recall(const call_ptr& c, const rapidjson::Value& args) {
 
 // -- dispatch -----------------------------------------------------------------
 
+/// What is kept of a call's arguments: all of them when `full`, else
+/// their key names (arguments may hold what people wrote).
+std::string recorded_arguments(const rapidjson::Document& args, bool full) {
+  if (!args.IsObject())
+    return R"({"redacted":true,"keys":[]})";
+  if (full)
+    return json::to_string(args);
+  std::string keys;
+  for (auto& m : args.GetObject())
+    keys += (keys.empty() ? "" : ",")
+            + json::quote({m.name.GetString(), m.name.GetStringLength()});
+  return R"({"redacted":true,"keys":[)" + keys + "]}";
+}
+
 void run_call(tool_server_ptr self, tool_call& call, promise rp) {
   auto& st = self->state;
   tool_result early;
@@ -572,8 +646,13 @@ void run_call(tool_server_ptr self, tool_call& call, promise rp) {
     return;
   }
   auto c = std::make_shared<tool_call_ctx>(
-    tool_call_ctx{self, rp, grant, call.name,
-                  std::chrono::steady_clock::now()});
+    tool_call_ctx{self,
+                  rp,
+                  grant,
+                  call.name,
+                  std::chrono::steady_clock::now(),
+                  unix_nanos_now(),
+                  {}});
   ++st.in_flight;
   auto* tool = find_tool(call.name);
   if (!tool) {
@@ -599,6 +678,7 @@ void run_call(tool_server_ptr self, tool_call& call, promise rp) {
   }
   rapidjson::Document args;
   auto bad = check_arguments(*tool, call.arguments, args);
+  c->recorded = recorded_arguments(args, st.params.cfg.record_arguments);
   if (!bad.empty()) {
     c->answer(tool_failed("invalid_arguments", std::move(bad)));
     return;
@@ -675,7 +755,10 @@ void fire_reminder(tool_server_ptr self, std::vector<std::string> row) {
 
 void sweep(tool_server_ptr self) {
   auto& st = self->state;
-  if (st.sweeping || st.params.butlers.empty())
+  // Not before the writer is connected: a write refused then would count
+  // as the database being unavailable.
+  if (st.sweeping || st.params.butlers.empty()
+      || !st.ctx->status.database_ready.load())
     return;
   st.sweeping = true;
   std::string names = "{";

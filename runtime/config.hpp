@@ -594,6 +594,10 @@ struct tool_settings {
   /// Tool calls under way at once on the node; more are refused with a
   /// tool error. Default 1024, range 1..100000.
   uint32_t max_in_flight = 1024;
+  /// Keep each tool call's arguments in `tool_calls` (request inspection)
+  /// and in its thread event; off (default), only their key names are kept:
+  /// arguments may hold what people wrote.
+  bool record_arguments = false;
 };
 
 /// `[threads]`: conversation threads (spec 003).

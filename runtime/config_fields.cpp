@@ -765,6 +765,8 @@ const fields<tool_settings>& tool_fields() {
             "most route_to hops behind a session"),
     integer("max_in_flight", &c::max_in_flight, 1, 100000,
             "tool calls under way at once on the node"),
+    flag("record_arguments", &c::record_arguments,
+         "keep tool call arguments for inspection; off: only key names"),
   };
   return list;
 }

@@ -46,6 +46,10 @@ struct tool_scope {
   std::string trigger_source;
   /// The request's text as the session got it (for `recall`).
   std::string prompt;
+  /// The work item's lease token and the dispatch's traceparent: where
+  /// the `execute_tool` spans of the session's run go.
+  int64_t lease_token = 0;
+  std::string traceparent;
   /// route_to hops behind this session (0 for work the switchboard routed).
   uint32_t depth = 0;
   /// `[[butler]] recipients`: "channel:recipient" the butler may notify

@@ -47,3 +47,19 @@ CREATE INDEX butler_reminders_due ON butler_reminders (due_at)
 CREATE INDEX butler_reminders_sender
   ON butler_reminders (butler, source_channel, source_sender)
   WHERE state = 'pending';
+
+-- tool_calls: what each session's tool calls did, for request inspection
+-- (GET /v1/requests/{id}). Arguments are kept as their key names only
+-- unless [tools] record_arguments is on: they may hold what people wrote.
+CREATE TABLE tool_calls (
+  id          bigserial   PRIMARY KEY,
+  request_id  uuid        NOT NULL,
+  work_id     uuid        NOT NULL,
+  butler      text        NOT NULL,
+  tool        text        NOT NULL,
+  outcome     text        NOT NULL,
+  duration_ms double precision NOT NULL,
+  arguments   jsonb       NOT NULL,
+  created_at  timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX tool_calls_request ON tool_calls (request_id);

@@ -95,6 +95,12 @@ SELECT jsonb_build_object(
              'attempts', d.attempts, 'created_at', d.created_at,
              'replayed_at', d.replayed_at, 'replay_count', d.replay_count))
     FROM dead_letters d WHERE d.request_id = m.request_id), '[]'),
+  'tool_calls', coalesce((
+    SELECT jsonb_agg(jsonb_build_object(
+             'work_id', c.work_id, 'butler', c.butler, 'tool', c.tool,
+             'outcome', c.outcome, 'duration_ms', c.duration_ms,
+             'arguments', c.arguments, 'at', c.created_at) ORDER BY c.id)
+    FROM tool_calls c WHERE c.request_id = m.request_id), '[]'),
   'operator_actions', coalesce((
     SELECT jsonb_agg(jsonb_build_object(
              'at', a.at, 'who', a.who, 'action', a.action,

@@ -470,5 +470,59 @@ TEST_F(ToolsMcp, AReminderFiresOnceAndItsSessionReachesTheAsker) {
   EXPECT_FALSE(again["result"]["structuredContent"]["cancelled"].GetBool());
 }
 
+TEST_F(ToolsMcp, ToolCallsShowInTheRequestWithTheirArgumentsRedacted) {
+  use_files("tools_mcp");
+  start(token_butler("health", dir_, "keywords = [\"pill\"]\n"));
+  auto body
+    = R"({"schema_version":"ingest.v1","source":{"channel":"api",)"
+      R"("provider":"internal","endpoint_identity":"tests"},"event":)"
+      R"({"external_event_id":"e-1","observed_at":"2026-11-28T20:00:00Z"},)"
+      R"("sender":{"identity":"user-1"},"payload":{"raw":{},)"
+      R"("normalized_text":"my pill"}})";
+  auto r = http_->post("/v1/ingest", body);
+  ASSERT_EQ(r.status, 202) << r.body;
+  std::string request = parse(r.body)["request_id"].GetString();
+  // The work id is the routed item's: find it in the database.
+  std::string work;
+  ASSERT_TRUE(eventually(
+    [&] {
+      pqxx::connection conn{url_};
+      pqxx::nontransaction tx{conn};
+      auto rows = tx.exec_params("SELECT work_id::text FROM route_work "
+                                 "WHERE request_id = $1 AND butler = 'health'",
+                                 request);
+      if (rows.empty())
+        return false;
+      work = rows[0][0].as<std::string>();
+      return true;
+    },
+    20s));
+  auto token = token_of(work);
+  auto sid = open_session(token);
+  ASSERT_FALSE(is_error(call(token, sid, "state_put",
+                             R"({"key":"diary","value":"private words"})")));
+  EXPECT_TRUE(is_error(call(token, sid, "state_get", R"({"key":1})")));
+  ASSERT_TRUE(eventually(
+    [&] {
+      return http_->get("/v1/requests/" + request).body.find("state_get")
+             != std::string::npos;
+    },
+    10s));
+  auto inspect = http_->get("/v1/requests/" + request);
+  ASSERT_EQ(inspect.status, 200);
+  auto d = parse(inspect.body);
+  auto& calls = d["tool_calls"];
+  ASSERT_EQ(calls.Size(), 2u) << inspect.body;
+  EXPECT_EQ(std::string{calls[0]["tool"].GetString()}, "state_put");
+  EXPECT_EQ(std::string{calls[0]["outcome"].GetString()}, "ok");
+  EXPECT_EQ(std::string{calls[1]["outcome"].GetString()}, "invalid_arguments");
+  EXPECT_TRUE(calls[0]["arguments"]["redacted"].GetBool());
+  EXPECT_EQ(inspect.body.find("private words"), std::string::npos);
+  EXPECT_EQ(
+    metric(
+      R"(butlers_tool_calls_total{butler="health",tool="state_put",outcome="ok"})"),
+    1);
+}
+
 } // namespace
 } // namespace butlers::test

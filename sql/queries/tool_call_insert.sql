@@ -1,0 +1,7 @@
+-- Records one tool call (actors/tool_server.cpp). $1 request_id, $2
+-- work_id, $3 butler, $4 tool, $5 outcome, $6 duration ms, $7 arguments
+-- (JSON text, redacted unless configured).
+INSERT INTO tool_calls (request_id, work_id, butler, tool, outcome,
+                        duration_ms, arguments)
+VALUES ($1::uuid, $2::uuid, $3::text, $4::text, $5::text,
+        $6::double precision, $7::jsonb)
