@@ -49,6 +49,9 @@ struct item_record {
   int64_t db_token = 0;
   std::vector<steer_input> steer;
   time_point since;
+  /// The item's capability token for the tools ("" without tools): the
+  /// workers it is delivered to use it; revoked when the item ends here.
+  std::string token;
 };
 
 /// A recv waiting for items.
@@ -80,6 +83,14 @@ class external_runner final : public work_runner {
     // nop
   }
 
+  ~external_runner() override {
+    // The butler is gone: so are its items' tokens.
+    if (tokens_)
+      for (auto& [id, rec] : items_)
+        if (!rec.token.empty())
+          tokens_->revoke(rec.token);
+  }
+
   session_actor start(butler_ptr self, held_item& held) override {
     init(self);
     auto& it = held.item;
@@ -89,7 +100,19 @@ class external_runner final : public work_runner {
                     held.env.segment_id,
                     it.lease_token,
                     std::move(held.steer.pending),
-                    std::chrono::steady_clock::now()};
+                    std::chrono::steady_clock::now(),
+                    {}};
+    auto& ctx = self->state.ctx;
+    auto& cfg = self->state.params.cfg;
+    if (cfg.max_tool_calls > 0) {
+      session_params sp;
+      sp.butler = cfg.name;
+      sp.tool_base.node = self->state.params.node;
+      sp.tool_base.recipients = cfg.recipients;
+      sp.tool_base.max_calls = cfg.max_tool_calls;
+      rec.token = ctx->tools->mint(session_scope(sp, it, held.env));
+    }
+    tokens_ = ctx->tools;
     items_[it.work_id] = std::move(rec);
     queue_.add(it.work_id);
     // The pool records the item as running once this returns: hand it out
@@ -192,6 +215,9 @@ class external_runner final : public work_runner {
 
   /// The item ended here (or was never): forget it.
   void forget(const std::string& work_id) {
+    if (auto i = items_.find(work_id);
+        i != items_.end() && !i->second.token.empty() && tokens_)
+      tokens_->revoke(i->second.token);
     items_.erase(work_id);
     queue_.remove(work_id);
   }
@@ -276,6 +302,10 @@ class external_runner final : public work_runner {
       d.attempt = h.attempt;
       d.steer_inputs = rec.steer;
       d.visible_until_ms = unix_now_ms() + queue_.clamp(visibility).count();
+      if (!rec.token.empty()) {
+        d.mcp_url = self->state.ctx->mcp_url();
+        d.mcp_token = rec.token;
+      }
       out.push_back(std::move(d));
     }
     received_->inc(out.size());
@@ -447,6 +477,8 @@ class external_runner final : public work_runner {
   std::unordered_map<std::string, item_record> items_;
   std::deque<parked_recv> parked_;
   std::unordered_map<std::string, pending_ack> acks_;
+  /// The node's tokens (revoked as items end here).
+  tool_tokens_ptr tokens_;
   uint64_t timer_gen_ = 0;
   std::optional<time_point> timer_at_;
   counter* received_ = nullptr;

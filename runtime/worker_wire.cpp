@@ -155,6 +155,9 @@ std::string render_deliveries(const std::vector<worker_delivery>& xs) {
     out += R"(,"envelope":)" + (x.envelope.empty() ? "{}" : x.envelope);
     out += R"(,"attempt":)" + std::to_string(x.attempt);
     out += R"(,"visible_until_ms":)" + std::to_string(x.visible_until_ms);
+    if (!x.mcp_token.empty())
+      out += R"(,"tools":{"url":)" + json::quote(x.mcp_url) + R"(,"token":)"
+             + json::quote(x.mcp_token) + "}";
     out += R"(,"steer_inputs":[)";
     bool first_in = true;
     for (auto& in : x.steer_inputs) {

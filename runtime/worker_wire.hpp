@@ -87,10 +87,14 @@ struct worker_delivery {
   std::vector<steer_input> steer_inputs;
   /// When its visibility lapses, Unix ms.
   int64_t visible_until_ms = 0;
+  /// The node's MCP endpoint and the item's capability token for the
+  /// session's tools ("" when the butler gives its sessions none).
+  std::string mcp_url;
+  std::string mcp_token;
 };
 
 /// `{"items":[{work_id, lease_token, envelope, attempt, steer_inputs,
-/// visible_until_ms}]}`.
+/// visible_until_ms, tools: {url, token}}]}` (`tools` only with a token).
 std::string render_deliveries(const std::vector<worker_delivery>& xs);
 
 } // namespace butlers

@@ -524,5 +524,35 @@ TEST_F(ToolsMcp, ToolCallsShowInTheRequestWithTheirArgumentsRedacted) {
     1);
 }
 
+TEST_F(ToolsMcp, AnExternalWorkerGetsTheItemsToolsUntilItAcks) {
+  use_files("tools_mcp");
+  start("[[butler]]\nname = \"ext\"\n[butler.runtime]\nkind = "
+        "\"external\"\n");
+  auto r = http_->post("/v1/butlers/ext/route", route_json("ext", "hello"));
+  ASSERT_EQ(r.status, 202) << r.body;
+  auto got = http_->post("/v1/butlers/ext/work/recv",
+                         R"({"max":1,"wait_ms":5000})");
+  ASSERT_EQ(got.status, 200) << got.body;
+  auto d = parse(got.body);
+  ASSERT_EQ(d["items"].Size(), 1u) << got.body;
+  auto& item = d["items"][0];
+  ASSERT_TRUE(item.HasMember("tools")) << got.body;
+  EXPECT_EQ(std::string{item["tools"]["url"].GetString()},
+            "http://127.0.0.1:" + std::to_string(port_) + "/mcp");
+  std::string token = item["tools"]["token"].GetString();
+  std::string work = item["work_id"].GetString();
+  std::string lease = item["lease_token"].GetString();
+  auto sid = open_session(token);
+  auto put = call(token, sid, "state_put", R"({"key":"k","value":1})");
+  EXPECT_FALSE(is_error(put)) << text_of(put);
+  auto ack = http_->post("/v1/butlers/ext/work/" + work + "/ack",
+                         R"({"lease_token":")" + lease
+                           + R"(","reply":"done"})");
+  ASSERT_EQ(ack.status, 200) << ack.body;
+  EXPECT_EQ(mcp(token, R"({"jsonrpc":"2.0","id":1,"method":"ping"})", sid)
+              .status,
+            401);
+}
+
 } // namespace
 } // namespace butlers::test
