@@ -285,6 +285,57 @@ TEST_F(TelegramReplies, AReplyDeadLetteredAtTheBotApiLeavesTheRequestErrored) {
             true);
 }
 
+TEST_F(TelegramReplies, AScheduleWithNotifyToReachesTheChatOncePerCluster) {
+  // catch_up "once" fires the minute that just began at start (no wait for
+  // the next one); a second node on the same database fires it too, and
+  // the work item derived from (butler, schedule, fire time) is stored once.
+  auto cfg = config("turn_ms = 10\nreply = \"{butler}: {prompt}\"\n"
+                    "[[butler.schedule]]\nname = \"evening\"\n"
+                    "cron = \"* * * * *\"\nprompt = \"evening check\"\n"
+                    "notify_to = \"telegram:"
+                    + std::to_string(chat) + "\"\ncatch_up = \"once\"\n");
+  start(cfg);
+  node_process second{cfg,
+                      {{"BUTLERS_DATABASE_URL", url_},
+                       {"BUTLERS_CONNECTOR_BOT_TOKEN", tg.token()}}};
+  ASSERT_TRUE(second.wait_listening(30s)) << second.log();
+  ASSERT_TRUE(eventually(
+    [&] {
+      return !tg.messages_to(chat).empty();
+    },
+    30s))
+    << node_->log();
+  EXPECT_EQ(tg.messages_to(chat)[0].text, "health: evening check");
+  // Each fire time (the catch-up's minute; another if a minute began
+  // meanwhile) is one work item, whichever node stored it first, and one
+  // message: never one per node.
+  pqxx::connection conn{url_};
+  auto fires = [&] {
+    pqxx::nontransaction tx{conn};
+    auto row = tx.exec1("SELECT count(*), count(*) FILTER (WHERE state = "
+                        "'ok') FROM route_work WHERE butler = 'health' AND "
+                        "segment_id = 'schedule:evening'");
+    return std::make_pair(row[0].as<int>(), row[1].as<int>());
+  };
+  auto texts = [&] {
+    int n = 0;
+    for (auto& m : tg.messages_to(chat))
+      n += m.text == "health: evening check";
+    return n;
+  };
+  ASSERT_TRUE(eventually(
+    [&] {
+      auto [all, ok] = fires();
+      return all >= 1 && all == ok && texts() == all;
+    },
+    30s))
+    << "fires " << fires().first << ", messages " << texts() << "\n"
+    << node_->log();
+  EXPECT_LE(fires().first, 2);
+  second.signal(SIGTERM);
+  EXPECT_TRUE(second.wait_exit(15s));
+}
+
 TEST_F(TelegramReplies, AFailingButlerShowsErroredAndTheErrorReplyArrives) {
   start(config("turn_ms = 1000\nfail_rate = 1.0\n"
                "fail_class = \"validation_error\"\n"));
