@@ -4,6 +4,8 @@
 // that writes BUTLERS_MCP_URL and BUTLERS_MCP_TOKEN to a file and waits,
 // so the test speaks MCP with the live token of a running session.
 
+#include <signal.h>
+
 #include <chrono>
 #include <fstream>
 #include <map>
@@ -522,6 +524,68 @@ TEST_F(ToolsMcp, ToolCallsShowInTheRequestWithTheirArgumentsRedacted) {
     metric(
       R"(butlers_tool_calls_total{butler="health",tool="state_put",outcome="ok"})"),
     1);
+}
+
+TEST_F(ToolsMcp, AReminderFiresOnceWithTwoNodesAndAcrossASigkill) {
+  use_files("tools_mcp");
+  auto config = node_head("tools-test", 5) + token_butler("health", dir_)
+                + "[tools]\nreminder_poll_ms = 100\n"
+                  "[[messenger.adapter]]\nkind = \"outbox\"\npath = \""
+                + dir_ + "/outbox.jsonl\"\n";
+  use_database("tools_mcp");
+  ASSERT_TRUE(start_node(config));
+  // A second node on the same database hosts the same butler and sweeps
+  // for reminders too.
+  node_process second{config, {{"BUTLERS_DATABASE_URL", url_}}};
+  ASSERT_TRUE(second.wait_listening(30s)) << second.log();
+  auto token = session_token("health");
+  auto sid = open_session(token);
+  auto one = call(token, sid, "remind", R"({"after_s":2,"message":"one"})");
+  auto two = call(token, sid, "remind", R"({"after_s":3,"message":"two"})");
+  ASSERT_FALSE(is_error(one)) << text_of(one);
+  ASSERT_FALSE(is_error(two)) << text_of(two);
+  std::string id1 = one["result"]["structuredContent"]["reminder_id"]
+                      .GetString();
+  std::string id2 = two["result"]["structuredContent"]["reminder_id"]
+                      .GetString();
+  // The first node dies before the second reminder is due, and comes back.
+  pqxx::connection conn{url_};
+  auto state_of = [&](const std::string& id) {
+    pqxx::nontransaction tx{conn};
+    return tx
+      .exec_params1("SELECT state FROM butler_reminders WHERE reminder_id "
+                    "= $1",
+                    id)[0]
+      .as<std::string>();
+  };
+  ASSERT_EQ(state_of(id2), "pending");
+  ASSERT_TRUE(kill_node());
+  node_.reset();
+  ASSERT_TRUE(start_node(config));
+  for (auto& id : {id1, id2}) {
+    ASSERT_TRUE(eventually(
+      [&] {
+        return state_of(id) == "fired";
+      },
+      20s))
+      << id << "\n"
+      << node_->log();
+    pqxx::nontransaction tx{conn};
+    auto rows = tx.exec_params("SELECT attempts FROM route_work WHERE "
+                               "request_id = $1",
+                               id);
+    ASSERT_EQ(rows.size(), 1u) << id;
+    // One session for it: started once (or, when it ran on the node that
+    // was killed, once more after the restart, as any work item).
+    EXPECT_GE(rows[0][0].as<int>(), 1);
+  }
+  pqxx::nontransaction tx{conn};
+  EXPECT_EQ(tx.exec1("SELECT count(*) FROM route_work WHERE segment_id = "
+                     "'reminder'")[0]
+              .as<int>(),
+            2);
+  second.signal(SIGTERM);
+  EXPECT_TRUE(second.wait_exit(15s));
 }
 
 TEST_F(ToolsMcp, AnExternalWorkerGetsTheItemsToolsUntilItAcks) {
