@@ -142,14 +142,43 @@ void mcp_api::post(const http_call& call, http_responder& out,
                       "(\"jsonrpc\": \"2.0\" is missing)"));
     return;
   }
+  // Every message but initialize names the session it belongs to (400
+  // without, 404 for one unknown, ended or another token's) and may name
+  // the protocol version (400 when not served).
+  auto session_ok = [&](std::string_view id) {
+    auto sid = call.header_value("Mcp-Session-Id");
+    if (!sid || sid->empty()) {
+      out.now(rpc_error(400, id, mcp::invalid_request,
+                        "Bad Request: the Mcp-Session-Id header is required "
+                        "after initialize"));
+      return false;
+    }
+    auto session = ctx_->mcp_sessions->find(*sid);
+    if (!session || session->token != token) {
+      out.now(rpc_error(404, id, mcp::invalid_request,
+                        "Session not found: initialize a new one"));
+      return false;
+    }
+    if (auto pv = call.header_value("MCP-Protocol-Version");
+        pv && !mcp::supported(*pv)) {
+      out.now(rpc_error(400, id, mcp::invalid_request,
+                        "Bad Request: unsupported MCP-Protocol-Version '"
+                          + std::string{*pv}
+                          + "' (served: 2025-11-25, "
+                            "2025-06-18)"));
+      return false;
+    }
+    return true;
+  };
   auto method_it = doc.FindMember("method");
   auto id_it = doc.FindMember("id");
   bool has_id = id_it != doc.MemberEnd();
   if (method_it == doc.MemberEnd()) {
     // A response to a request of ours (we send none) or garbage.
-    if (has_id && (doc.HasMember("result") || doc.HasMember("error")))
-      out.now(accepted());
-    else
+    if (has_id && (doc.HasMember("result") || doc.HasMember("error"))) {
+      if (session_ok("null"))
+        out.now(accepted());
+    } else
       out.now(rpc_error(400, "null", mcp::invalid_request,
                         "Invalid Request: no \"method\""));
     return;
@@ -162,7 +191,8 @@ void mcp_api::post(const http_call& call, http_responder& out,
   std::string method = method_it->value.GetString();
   if (!has_id) {
     // A notification (notifications/initialized, .../cancelled, ...).
-    out.now(accepted());
+    if (session_ok("null"))
+      out.now(accepted());
     return;
   }
   auto& idv = id_it->value;
@@ -205,28 +235,8 @@ void mcp_api::post(const http_call& call, http_responder& out,
     out.now(std::move(r));
     return;
   }
-  auto sid = call.header_value("Mcp-Session-Id");
-  if (!sid || sid->empty()) {
-    out.now(rpc_error(400, id, mcp::invalid_request,
-                      "Bad Request: the Mcp-Session-Id header is required "
-                      "after initialize"));
+  if (!session_ok(id))
     return;
-  }
-  auto session = ctx_->mcp_sessions->find(*sid);
-  if (!session || session->token != token) {
-    out.now(rpc_error(404, id, mcp::invalid_request,
-                      "Session not found: initialize a new one"));
-    return;
-  }
-  if (auto pv = call.header_value("MCP-Protocol-Version");
-      pv && !mcp::supported(*pv)) {
-    out.now(rpc_error(400, id, mcp::invalid_request,
-                      "Bad Request: unsupported MCP-Protocol-Version '"
-                        + std::string{*pv}
-                        + "' (served: 2025-11-25, "
-                          "2025-06-18)"));
-    return;
-  }
   if (method == "ping") {
     out.now(rpc_reply(200, mcp::result_message(id, "{}")));
     return;

@@ -14,14 +14,6 @@ namespace {
 
 using promise = caf::typed_response_promise<tool_result>;
 
-std::string member_or(const rapidjson::Value& v, const char* name,
-                      std::string fallback = {}) {
-  auto i = v.FindMember(name);
-  if (i == v.MemberEnd() || !i->value.IsString())
-    return fallback;
-  return {i->value.GetString(), i->value.GetStringLength()};
-}
-
 int64_t int_or(const rapidjson::Value& v, const char* name, int64_t fallback) {
   auto i = v.FindMember(name);
   if (i == v.MemberEnd() || !i->value.IsInt64())
@@ -175,11 +167,11 @@ void read(const call_ptr& c, named_statement stmt,
 // -- state --------------------------------------------------------------------
 
 void state_get(const call_ptr& c, const rapidjson::Value& args) {
-  auto key = member_or(args, "key");
+  auto key = string_arg(args, "key");
   auto& s = c->scope();
   read(c,
        named_statement{"state_get",
-                       {s.butler, state_scope(s, member_or(args, "scope")),
+                       {s.butler, state_scope(s, string_arg(args, "scope")),
                         key}},
        [c, key](named_result& r) {
          if (!r.ok) {
@@ -222,7 +214,7 @@ void conflict(const call_ptr& c, const std::string& ns, const std::string& key,
 
 void state_put(const call_ptr& c, const rapidjson::Value& args) {
   auto& s = c->scope();
-  auto key = member_or(args, "key");
+  auto key = string_arg(args, "key");
   auto value = json::to_string(args["value"]);
   auto& limits = c->self->state.limits;
   if (value.size() > limits.max_value_bytes) {
@@ -234,7 +226,7 @@ void state_put(const call_ptr& c, const rapidjson::Value& args) {
     return;
   }
   auto expected = int_or(args, "expected_version", -1);
-  auto ns = state_scope(s, member_or(args, "scope"));
+  auto ns = state_scope(s, string_arg(args, "scope"));
   exec(c,
        named_statement{"state_put",
                        {s.butler, ns, key, value, std::to_string(expected)},
@@ -259,8 +251,8 @@ void state_list(const call_ptr& c, const rapidjson::Value& args) {
   auto limit = int_or(args, "limit", 50);
   read(c,
        named_statement{"state_list",
-                       {s.butler, state_scope(s, member_or(args, "scope")),
-                        member_or(args, "prefix"), member_or(args, "cursor"),
+                       {s.butler, state_scope(s, string_arg(args, "scope")),
+                        string_arg(args, "prefix"), string_arg(args, "cursor"),
                         std::to_string(limit + 1)}},
        [c, limit](named_result& r) {
          if (!r.ok) {
@@ -286,9 +278,9 @@ void state_list(const call_ptr& c, const rapidjson::Value& args) {
 
 void state_delete(const call_ptr& c, const rapidjson::Value& args) {
   auto& s = c->scope();
-  auto key = member_or(args, "key");
+  auto key = string_arg(args, "key");
   auto expected = int_or(args, "expected_version", -1);
-  auto ns = state_scope(s, member_or(args, "scope"));
+  auto ns = state_scope(s, string_arg(args, "scope"));
   exec(c,
        named_statement{"state_delete",
                        {s.butler, ns, key, std::to_string(expected)},
@@ -438,7 +430,7 @@ void remind(const call_ptr& c, const rapidjson::Value& args) {
     c->answer(tool_failed("invalid_arguments", *bad));
     return;
   }
-  auto message = member_or(args, "message");
+  auto message = string_arg(args, "message");
   if (message.size() > limits.max_value_bytes) {
     c->answer(tool_failed("too_large", "message is over [tools] "
                                        "max_value_bytes"));
@@ -466,7 +458,7 @@ void remind(const call_ptr& c, const rapidjson::Value& args) {
 
 void remind_cancel(const call_ptr& c, const rapidjson::Value& args) {
   auto& s = c->scope();
-  auto id = member_or(args, "reminder_id");
+  auto id = string_arg(args, "reminder_id");
   if (!uuid::parse(id)) {
     c->answer(tool_failed("invalid_arguments",
                           "reminder_id '" + id + "' is not a UUID"));
@@ -524,7 +516,7 @@ void remind_list(const call_ptr& c, const rapidjson::Value& args) {
 void route_to(const call_ptr& c, const rapidjson::Value& args) {
   auto self = c->self;
   auto& s = c->scope();
-  auto target = member_or(args, "butler");
+  auto target = string_arg(args, "butler");
   auto& limits = self->state.limits;
   if (s.depth + 1 > limits.max_route_depth) {
     refuse(c, "depth", "route_to depth limit");
@@ -555,7 +547,7 @@ void route_to(const call_ptr& c, const rapidjson::Value& args) {
                    + std::to_string(seq) + "." + s.work_id;
   env.butler = target;
   env.tool = "route.execute";
-  env.prompt = member_or(args, "prompt");
+  env.prompt = string_arg(args, "prompt");
   auto registry = self->state.params.registry;
   self->request(registry, local_call, lookup_atom_v, target)
     .then(

@@ -1,7 +1,5 @@
 #include "runtime/mcp.hpp"
 
-#include <openssl/rand.h>
-
 #include "runtime/json.hpp"
 
 namespace butlers::mcp {
@@ -113,15 +111,9 @@ std::string progress_notification(std::string_view token, double progress,
 
 std::string sessions::open(std::string token, std::string version,
                            const tool_tokens& live) {
-  unsigned char raw[16];
-  if (RAND_bytes(raw, sizeof(raw)) != 1)
+  auto id = random_hex(16);
+  if (id.empty())
     return {};
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string id;
-  for (auto b : raw) {
-    id += hex[b >> 4];
-    id += hex[b & 0x0f];
-  }
   std::lock_guard<std::mutex> guard{mtx_};
   if (open_.size() >= capacity_) {
     for (auto i = open_.begin(); i != open_.end();)

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
+#include <vector>
 
 #include <openssl/rand.h>
 
@@ -15,16 +16,32 @@ namespace butlers {
 
 // -- tokens -------------------------------------------------------------------
 
-std::string tool_tokens::mint(tool_scope scope) {
-  unsigned char raw[32];
-  if (RAND_bytes(raw, sizeof(raw)) != 1)
+std::string random_hex(size_t bytes) {
+  std::vector<unsigned char> raw(bytes);
+  if (RAND_bytes(raw.data(), static_cast<int>(raw.size())) != 1)
     return {};
   static constexpr char hex[] = "0123456789abcdef";
-  std::string token = "bt_";
+  std::string out;
   for (auto b : raw) {
-    token += hex[b >> 4];
-    token += hex[b & 0x0f];
+    out += hex[b >> 4];
+    out += hex[b & 0x0f];
   }
+  return out;
+}
+
+std::string string_arg(const rapidjson::Value& v, const char* name,
+                       std::string fallback) {
+  auto i = v.FindMember(name);
+  if (i == v.MemberEnd() || !i->value.IsString())
+    return fallback;
+  return {i->value.GetString(), i->value.GetStringLength()};
+}
+
+std::string tool_tokens::mint(tool_scope scope) {
+  auto random = random_hex(32);
+  if (random.empty())
+    return {};
+  auto token = "bt_" + random;
   auto grant = std::make_shared<tool_grant>(std::move(scope));
   std::lock_guard<std::mutex> guard{mtx_};
   if (live_.size() >= capacity)
@@ -279,17 +296,7 @@ std::string check_arguments(const tool_spec& tool, std::string_view arguments,
 
 // -- steps --------------------------------------------------------------------
 
-namespace {
-
-std::string member_or(const rapidjson::Value& v, const char* name,
-                      std::string fallback = {}) {
-  auto i = v.FindMember(name);
-  if (i == v.MemberEnd() || !i->value.IsString())
-    return fallback;
-  return {i->value.GetString(), i->value.GetStringLength()};
-}
-
-} // namespace
+namespace {} // namespace
 
 std::string state_scope(const tool_scope& s, std::string_view scope_arg) {
   if (scope_arg == "sender")
@@ -299,9 +306,9 @@ std::string state_scope(const tool_scope& s, std::string_view scope_arg) {
 
 std::variant<notify_target, tool_result> decide_notify_target(
   const tool_scope& s, const rapidjson::Value& args) {
-  auto intent = member_or(args, "intent");
-  auto channel = member_or(args, "channel");
-  auto recipient = member_or(args, "recipient");
+  auto intent = string_arg(args, "intent");
+  auto channel = string_arg(args, "channel");
+  auto recipient = string_arg(args, "recipient");
   if (intent == "react") {
     if (!channel.empty() || !recipient.empty())
       return tool_failed("invalid_arguments",
@@ -352,15 +359,15 @@ std::string make_tool_notify(const tool_scope& s, const notify_target& t,
   out += R"(,"channel":)" + quote(t.channel);
   if (!t.recipient.empty())
     out += R"(,"recipient":)" + quote(t.recipient);
-  auto subject = member_or(args, "subject");
+  auto subject = string_arg(args, "subject");
   if (!subject.empty())
     out += R"(,"subject":)" + quote(subject);
   if (t.intent == "react") {
     out += R"(,"reaction":{"state":)"
-           + quote(member_or(args, "reaction", "progress")) + R"(,"at_us":)"
+           + quote(string_arg(args, "reaction", "progress")) + R"(,"at_us":)"
            + std::to_string(unix_now_us()) + "}";
   } else {
-    out += R"(,"message":)" + quote(member_or(args, "message"));
+    out += R"(,"message":)" + quote(string_arg(args, "message"));
   }
   out += R"(},"idempotency_key":)"
          + quote(s.work_id + ":" + std::to_string(seq)) + "}";

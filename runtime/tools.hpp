@@ -151,6 +151,15 @@ typename Inspector::result_type inspect(Inspector& f, tool_result& x) {
            x.reason);
 }
 
+/// `bytes` random bytes (OpenSSL's RAND_bytes) as lower-case hex; "" when
+/// the generator fails.
+std::string random_hex(size_t bytes);
+
+/// The string member `name` of object `v`, or `fallback` when it is absent
+/// or not a string.
+std::string string_arg(const rapidjson::Value& v, const char* name,
+                       std::string fallback = {});
+
 /// An `ok` result with `structured` (a JSON object) and its text.
 tool_result tool_ok(std::string structured);
 

@@ -236,6 +236,14 @@ TEST_F(ToolsMcp, BadInputGetsErrorsThatNameTheProblemAndTheNodeKeepsServing) {
               .status,
             404);
   auto sid = open_session(token);
+  // Notifications name their session and version too.
+  auto note = R"({"jsonrpc":"2.0","method":"notifications/cancelled"})";
+  EXPECT_EQ(mcp(token, note).status, 400);
+  EXPECT_EQ(mcp(token, note, "0123456789abcdef0123456789abcdef").status, 404);
+  EXPECT_EQ(mcp(token, note, sid, "MCP-Protocol-Version: 1999-01-01\r\n")
+              .status,
+            400);
+  EXPECT_EQ(mcp(token, note, sid).status, 202);
   auto version = mcp(token, R"({"jsonrpc":"2.0","id":1,"method":"ping"})", sid,
                      "MCP-Protocol-Version: 1999-01-01\r\n");
   EXPECT_EQ(version.status, 400);
