@@ -22,6 +22,23 @@
 //   FAKE_CLAUDE_INPUT_LOG       append each user text received, then a line
 //                               "--- end of message ---"
 //   FAKE_CLAUDE_MODEL           the model to report (fake-claude-model)
+//   FAKE_CLAUDE_MCP_CALLS       a JSON array of {"name", "arguments"}: before
+//                               answering the first user message, act as
+//                               Claude Code's MCP client towards the
+//                               server `--mcp-config FILE` names (its url
+//                               and headers; `butlers`, else the first):
+//                               POST initialize (2025-06-18), POST
+//                               notifications/initialized, POST
+//                               tools/list, then one tools/call per entry
+//                               in order, over Streamable HTTP with
+//                               Mcp-Session-Id and MCP-Protocol-Version
+//   FAKE_CLAUDE_MCP_LOG         append each tools/call's JSON-RPC response
+//                               (one line; a line {"fake_claude_error":..}
+//                               when a step failed)
+//   FAKE_CLAUDE_MCP_DELAY_MS    sleep between two tools/call
+//
+// Arguments: `--mcp-config FILE` as Claude Code takes it; `--allowedTools
+// VALUE` and anything else is ignored.
 
 #include <signal.h>
 #include <sys/types.h>
@@ -29,10 +46,13 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <iterator>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -41,6 +61,7 @@
 #include <rapidjson/document.h>
 
 #include "runtime/json.hpp"
+#include "test/support/http_client.hpp"
 
 namespace {
 
@@ -190,20 +211,249 @@ void start_child(const std::string& path) {
   std::rename((path + ".tmp").c_str(), path.c_str());
 }
 
+// -- MCP client ---------------------------------------------------------------
+
+/// Where the MCP server is and what to send it, from `--mcp-config`.
+struct mcp_server {
+  std::string host;
+  uint16_t port = 80;
+  std::string path = "/";
+  butlers::test::http_headers headers;
+};
+
+/// Writes one line to FAKE_CLAUDE_MCP_LOG (newlines in `line` flattened).
+void mcp_log(std::string line) {
+  for (auto& c : line)
+    if (c == '\n' || c == '\r')
+      c = ' ';
+  if (auto path = env_or("FAKE_CLAUDE_MCP_LOG"); !path.empty()) {
+    std::ofstream log{path, std::ios::app};
+    log << line << '\n';
+  }
+}
+
+/// Logs first: once the node is gone, writing to stderr raises SIGPIPE.
+void mcp_error(const std::string& what) {
+  mcp_log(R"({"fake_claude_error":)" + butlers::json::quote(what) + "}");
+  std::fprintf(stderr, "fake-claude: MCP: %s\n", what.c_str());
+}
+
+/// The server of an `--mcp-config` file: `mcpServers.butlers`, else the
+/// first; only `http://host[:port]/path` URLs.
+std::optional<mcp_server> read_mcp_config(const std::string& file) {
+  std::ifstream in{file};
+  std::string text{std::istreambuf_iterator<char>{in},
+                   std::istreambuf_iterator<char>{}};
+  rapidjson::Document doc;
+  if (butlers::json::parse(text, doc) || !doc.IsObject()) {
+    mcp_error("--mcp-config " + file + " is not a JSON object");
+    return std::nullopt;
+  }
+  auto servers = doc.FindMember("mcpServers");
+  if (servers == doc.MemberEnd() || !servers->value.IsObject()
+      || servers->value.MemberCount() == 0) {
+    mcp_error("--mcp-config " + file + " has no mcpServers");
+    return std::nullopt;
+  }
+  auto entry = servers->value.FindMember("butlers");
+  if (entry == servers->value.MemberEnd())
+    entry = servers->value.MemberBegin();
+  auto& srv = entry->value;
+  auto url = srv.IsObject() && srv.HasMember("url") && srv["url"].IsString()
+               ? std::string{srv["url"].GetString()}
+               : std::string{};
+  const std::string scheme = "http://";
+  if (url.rfind(scheme, 0) != 0) {
+    mcp_error("not an http:// url: '" + url + "'");
+    return std::nullopt;
+  }
+  mcp_server out;
+  auto rest = url.substr(scheme.size());
+  auto slash = rest.find('/');
+  auto authority = rest.substr(0, slash);
+  if (slash != std::string::npos)
+    out.path = rest.substr(slash);
+  auto colon = authority.rfind(':');
+  out.host = authority.substr(0, colon);
+  if (colon != std::string::npos)
+    out.port = static_cast<uint16_t>(
+      std::strtoul(authority.c_str() + colon + 1, nullptr, 10));
+  if (auto h = srv.FindMember("headers");
+      h != srv.MemberEnd() && h->value.IsObject())
+    for (auto& m : h->value.GetObject())
+      if (m.value.IsString())
+        out.headers.emplace_back(m.name.GetString(), m.value.GetString());
+  return out;
+}
+
+/// The JSON-RPC message of a response: its body, or for an event stream
+/// the data of its last event.
+std::string rpc_body(const butlers::test::http_response& r) {
+  auto type = r.headers.find("content-type");
+  if (type == r.headers.end()
+      || type->second.rfind("text/event-stream", 0) != 0)
+    return r.body;
+  std::string last;
+  size_t pos = 0;
+  while (pos < r.body.size()) {
+    auto eol = r.body.find('\n', pos);
+    auto line = r.body.substr(pos, eol - pos);
+    if (!line.empty() && line.back() == '\r')
+      line.pop_back();
+    if (line.rfind("data:", 0) == 0)
+      last = line.substr(line.size() > 5 && line[5] == ' ' ? 6 : 5);
+    if (eol == std::string::npos)
+      break;
+    pos = eol + 1;
+  }
+  return last;
+}
+
+/// One MCP session over Streamable HTTP, as Claude Code holds it.
+class mcp_client {
+ public:
+  explicit mcp_client(mcp_server srv)
+    : srv_(std::move(srv)),
+      http_(srv_.host, srv_.port, std::chrono::seconds{30}) {
+    // nop
+  }
+
+  /// initialize, then notifications/initialized; false (logged) on failure.
+  bool open() {
+    auto r = post(R"({"jsonrpc":"2.0","id":)" + std::to_string(next_id_++)
+                  + R"(,"method":"initialize","params":{"protocolVersion":)"
+                    R"("2025-06-18","capabilities":{},"clientInfo":)"
+                    R"({"name":"butlers-fake-claude","version":"0.1.0"}}})");
+    if (r.status != 200)
+      return failed("initialize", r);
+    auto sid = r.headers.find("mcp-session-id");
+    if (sid == r.headers.end() || sid->second.empty())
+      return failed("initialize answered no Mcp-Session-Id", r);
+    session_ = sid->second;
+    rapidjson::Document doc;
+    if (butlers::json::parse(rpc_body(r), doc) || !doc.IsObject()
+        || !doc.HasMember("result") || !doc["result"].IsObject()
+        || !doc["result"].HasMember("protocolVersion")
+        || !doc["result"]["protocolVersion"].IsString())
+      return failed("initialize answered no protocolVersion", r);
+    version_ = doc["result"]["protocolVersion"].GetString();
+    r = post(R"({"jsonrpc":"2.0","method":"notifications/initialized"})");
+    if (r.status != 202)
+      return failed("notifications/initialized (expected 202)", r);
+    return true;
+  }
+
+  bool list_tools() {
+    auto r = post(R"({"jsonrpc":"2.0","id":)" + std::to_string(next_id_++)
+                  + R"(,"method":"tools/list"})");
+    if (r.status != 200 || rpc_body(r).find(R"("tools")") == std::string::npos)
+      return failed("tools/list", r);
+    return true;
+  }
+
+  /// tools/call of `call` ({"name","arguments"} as JSON text); its
+  /// response goes to the log.
+  void call_tool(const rapidjson::Value& call) {
+    auto name = call.HasMember("name") ? butlers::json::to_string(call["name"])
+                                       : std::string{R"("")"};
+    auto args = call.HasMember("arguments")
+                  ? butlers::json::to_string(call["arguments"])
+                  : std::string{"{}"};
+    auto r = post(R"({"jsonrpc":"2.0","id":)" + std::to_string(next_id_++)
+                  + R"(,"method":"tools/call","params":{"name":)" + name
+                  + R"(,"arguments":)" + args + "}}");
+    if (r.status == 0) {
+      failed("tools/call " + name, r);
+      return;
+    }
+    mcp_log(rpc_body(r));
+  }
+
+ private:
+  butlers::test::http_response post(const std::string& body) {
+    auto headers = srv_.headers;
+    headers.emplace_back("Accept", "application/json, text/event-stream");
+    if (!session_.empty())
+      headers.emplace_back("Mcp-Session-Id", session_);
+    if (!version_.empty())
+      headers.emplace_back("MCP-Protocol-Version", version_);
+    return http_.post(srv_.path, body, "application/json", headers);
+  }
+
+  bool failed(const std::string& step, const butlers::test::http_response& r) {
+    mcp_error(step + ": HTTP " + std::to_string(r.status) + " " + r.error + " "
+              + r.body);
+    return false;
+  }
+
+  mcp_server srv_;
+  butlers::test::http_client http_;
+  int next_id_ = 1;
+  std::string session_;
+  std::string version_;
+};
+
+/// FAKE_CLAUDE_MCP_CALLS against the server of `config_file`, in order.
+void run_mcp_calls(const std::string& config_file) {
+  auto calls_text = env_or("FAKE_CLAUDE_MCP_CALLS");
+  if (calls_text.empty())
+    return;
+  rapidjson::Document calls;
+  if (butlers::json::parse(calls_text, calls) || !calls.IsArray()) {
+    mcp_error("FAKE_CLAUDE_MCP_CALLS is not a JSON array");
+    return;
+  }
+  if (config_file.empty()) {
+    mcp_error("no --mcp-config");
+    return;
+  }
+  auto srv = read_mcp_config(config_file);
+  if (!srv)
+    return;
+  mcp_client client{std::move(*srv)};
+  if (!client.open() || !client.list_tools())
+    return;
+  auto delay = env_ms("FAKE_CLAUDE_MCP_DELAY_MS");
+  bool first = true;
+  for (auto& call : calls.GetArray()) {
+    if (!first)
+      sleep_ms(delay);
+    first = false;
+    if (!call.IsObject()) {
+      mcp_error("a call is not an object");
+      continue;
+    }
+    client.call_tool(call);
+  }
+}
+
 } // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  std::string mcp_config;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "--mcp-config" && i + 1 < argc)
+      mcp_config = argv[++i];
+    else if (arg == "--allowedTools" && i + 1 < argc)
+      ++i;
+  }
   if (env_or("FAKE_CLAUDE_IGNORE_TERM") == "1")
     ::signal(SIGTERM, SIG_IGN); // inherited by the child, too
   if (auto pidfile = env_or("FAKE_CLAUDE_PIDFILE"); !pidfile.empty())
     start_child(pidfile);
   auto log_path = env_or("FAKE_CLAUDE_INPUT_LOG");
   fake_state st;
+  bool tools_called = false;
   std::string line;
   while (std::getline(std::cin, line)) {
     if (line.empty())
       continue;
     auto text = user_text(line);
+    if (!tools_called) {
+      tools_called = true;
+      run_mcp_calls(mcp_config);
+    }
     if (!log_path.empty()) {
       std::ofstream log{log_path, std::ios::app};
       log << text << "\n--- end of message ---\n";

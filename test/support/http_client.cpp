@@ -167,13 +167,16 @@ http_response http_client::get(const std::string& path) const {
 
 http_response http_client::post(const std::string& path,
                                 const std::string& body,
-                                const std::string& content_type) const {
+                                const std::string& content_type,
+                                const http_headers& headers) const {
   std::string req = "POST " + path + " HTTP/1.1\r\nHost: " + host_
                     + "\r\nConnection: close\r\nContent-Type: " + content_type
                     + "\r\nContent-Length: " + std::to_string(body.size())
                     + "\r\n";
   if (!token_.empty())
     req += "Authorization: Bearer " + token_ + "\r\n";
+  for (auto& [name, value] : headers)
+    req += name + ": " + value + "\r\n";
   req += "\r\n";
   req += body;
   return raw(req);

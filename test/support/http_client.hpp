@@ -4,8 +4,13 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace butlers::test {
+
+/// Extra request header lines, name and value, sent in order.
+using http_headers = std::vector<std::pair<std::string, std::string>>;
 
 /// A parsed HTTP/1.1 response.
 struct http_response {
@@ -33,9 +38,11 @@ class http_client {
 
   http_response get(const std::string& path) const;
 
-  http_response post(
-    const std::string& path, const std::string& body,
-    const std::string& content_type = "application/json") const;
+  /// POSTs `body`; `headers` go after the token's Authorization (a
+  /// client that brings its own leaves `token` empty).
+  http_response post(const std::string& path, const std::string& body,
+                     const std::string& content_type = "application/json",
+                     const http_headers& headers = {}) const;
 
   /// Sends `raw` bytes as-is and reads the response (for malformed input).
   http_response raw(const std::string& raw) const;
