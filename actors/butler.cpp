@@ -558,9 +558,13 @@ void renew_leases(butler_ptr self) {
   }
 }
 
+void catch_up_all(butler_ptr self);
+
 /// Queues the items recovery leased (`r` answered a `lease` op).
 void take_recovered(butler_ptr self, work_result& r) {
   auto& st = self->state;
+  if (!st.recovered_own)
+    catch_up_all(self);
   st.recovered_own = true;
   for (auto& item : r.items) {
     route_envelope env;
@@ -747,6 +751,16 @@ void catch_up(butler_ptr self, uint32_t i) {
     fire_at(self, i, *last);
 }
 
+/// The catch-ups of every schedule with `catch_up = "once"`, run once the
+/// database answered (the first recovery): a fire stored before the writer
+/// is connected would be lost until the next one.
+void catch_up_all(butler_ptr self) {
+  auto& schedules = self->state.params.cfg.schedules;
+  for (uint32_t i = 0; i < schedules.size(); ++i)
+    if (schedules[i].catch_up == "once")
+      catch_up(self, i);
+}
+
 /// Cancels `work_id`: stops its session, or ends it cancelled while it
 /// waits. False when it is not here.
 bool cancel(butler_ptr self, const std::string& work_id) {
@@ -866,11 +880,8 @@ void init_schedules(butler_ptr self) {
       spdlog::error("butler {}: schedule {}: {}", cfg.name, sch.name, error);
   }
   st.next_fire.resize(cfg.schedules.size());
-  for (uint32_t i = 0; i < cfg.schedules.size(); ++i) {
-    if (cfg.schedules[i].catch_up == "once")
-      catch_up(self, i);
+  for (uint32_t i = 0; i < cfg.schedules.size(); ++i)
     arm(self, i);
-  }
 }
 
 } // namespace

@@ -286,9 +286,10 @@ TEST_F(TelegramReplies, AReplyDeadLetteredAtTheBotApiLeavesTheRequestErrored) {
 }
 
 TEST_F(TelegramReplies, AScheduleWithNotifyToReachesTheChatOncePerCluster) {
-  // catch_up "once" fires the minute that just began at start (no wait for
-  // the next one); a second node on the same database fires it too, and
-  // the work item derived from (butler, schedule, fire time) is stored once.
+  // catch_up "once" fires the minute that just began once the database
+  // answers (no wait for the next one); a second node on the same database
+  // fires it too, and the work item derived from (butler, schedule, fire
+  // time) is stored once.
   auto cfg = config("turn_ms = 10\nreply = \"{butler}: {prompt}\"\n"
                     "[[butler.schedule]]\nname = \"evening\"\n"
                     "cron = \"* * * * *\"\nprompt = \"evening check\"\n"
