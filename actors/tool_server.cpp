@@ -729,7 +729,9 @@ void fire_reminder(tool_server_ptr self, std::vector<std::string> row) {
                              name, r.error_class, r.error_message);
                 return;
               }
-              self->state.reminders_fired->inc();
+              // A duplicate: another claim of it was handed over already.
+              if (!r.duplicate)
+                self->state.reminders_fired->inc();
               spdlog::info("reminder {} of butler {} fired (work {}{})", id,
                            name, r.work_id, r.duplicate ? ", duplicate" : "");
               self->state.writes.exec(

@@ -69,8 +69,8 @@ std::string cluster_harness::render(const node& n) const {
   std::string out = "[node]\nname = "
                     + json::quote(n.spec.node_name.empty() ? n.spec.name
                                                            : n.spec.node_name)
-                    + "\ndrain_deadline_s = 5\n"
-                      "[http]\nport = 0\n"
+                    + "\ndrain_deadline_s = 5\n" + n.spec.node_extra
+                    + "[http]\nport = 0\n"
                       "[scheduler]\nthreads = 2\n"
                       "[cluster]\nbind = \"127.0.0.1\"\nport = "
                     + std::to_string(n.cluster_port)

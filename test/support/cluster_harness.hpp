@@ -27,6 +27,8 @@ struct cluster_node_spec {
   /// `node.name` when it must differ from `name` (e.g. two nodes named
   /// alike); "" means `name`.
   std::string node_name;
+  /// Extra lines inside `[node]` (e.g. "log_level = \"debug\"").
+  std::string node_extra;
   /// `cluster.switchboard`: runs the switchboard (and the messenger).
   bool switchboard = true;
   /// `cluster.butlers`: which configured butlers it hosts ("*" = all).
