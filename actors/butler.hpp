@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -188,5 +189,27 @@ caf::result<uint32_t> drain(butler_ptr self, caf::timespan wait);
 /// Releases the leases now if the drain waits and no session runs any more
 /// (or `deadline`: the wait is over).
 void drain_progress(butler_ptr self, bool deadline);
+
+/// Checks a route.execute against the butler's rules (butler.cpp): a
+/// rejection, or nullopt with `env` parsed.
+std::optional<route_response> admit(butler_ptr self, const route_request& req,
+                                    route_envelope& env);
+
+using reply_fn = std::function<void(route_response)>;
+
+/// Stores an admitted item, queues it for a slot, and answers `accepted`
+/// once it is durable (butler.cpp).
+void store(butler_ptr self, route_request& req, route_envelope env,
+           reply_fn reply);
+
+/// Parses the schedules and arms each (butler_schedule.cpp).
+void init_schedules(butler_ptr self);
+
+/// Schedule `i` is due: fires it for the time it was armed for, re-arms.
+void fire(butler_ptr self, uint32_t i);
+
+/// The catch-ups of the schedules with `catch_up = "once"`, run once the
+/// database answered (the first recovery).
+void catch_up_all(butler_ptr self);
 
 } // namespace butlers

@@ -112,144 +112,38 @@ std::string mcp_api::admit(const http_call& call, http_responder& out) {
   return token;
 }
 
-void mcp_api::post(const http_call& call, http_responder& out,
-                   const path_params&) {
-  auto token = admit(call, out);
-  if (token.empty())
-    return;
-  auto type = call.content_type ? lower(*call.content_type) : std::string{};
-  if (type.rfind("application/json", 0) != 0) {
-    out.now(rpc_error(415, "null", mcp::invalid_request,
-                      "Content-Type must be application/json"));
-    return;
+// Every message but initialize names the session it belongs to (400
+// without, 404 for one unknown, ended or another token's) and may name the
+// protocol version (400 when not served).
+bool mcp_api::session_ok(const http_call& call, const std::string& token,
+                         std::string_view id, http_responder& out) {
+  auto sid = call.header_value("Mcp-Session-Id");
+  if (!sid || sid->empty()) {
+    out.now(rpc_error(400, id, mcp::invalid_request,
+                      "Bad Request: the Mcp-Session-Id header is required "
+                      "after initialize"));
+    return false;
   }
-  rapidjson::Document doc;
-  if (auto err = json::parse(call.body, doc)) {
-    out.now(
-      rpc_error(400, "null", mcp::parse_error, "Parse error: " + err->message));
-    return;
+  auto session = ctx_->mcp_sessions->find(*sid);
+  if (!session || session->token != token) {
+    out.now(rpc_error(404, id, mcp::invalid_request,
+                      "Session not found: initialize a new one"));
+    return false;
   }
-  if (doc.IsArray()) {
-    out.now(rpc_error(400, "null", mcp::invalid_request,
-                      "JSON-RPC batches are not supported (protocol "
-                      "2025-06-18 and later)"));
-    return;
+  if (auto pv = call.header_value("MCP-Protocol-Version");
+      pv && !mcp::supported(*pv)) {
+    out.now(rpc_error(400, id, mcp::invalid_request,
+                      "Bad Request: unsupported MCP-Protocol-Version '"
+                        + std::string{*pv}
+                        + "' (served: 2025-11-25, "
+                          "2025-06-18)"));
+    return false;
   }
-  if (!doc.IsObject() || !doc.HasMember("jsonrpc") || !doc["jsonrpc"].IsString()
-      || std::string_view{doc["jsonrpc"].GetString()} != "2.0") {
-    out.now(rpc_error(400, "null", mcp::invalid_request,
-                      "Invalid Request: not a JSON-RPC 2.0 message "
-                      "(\"jsonrpc\": \"2.0\" is missing)"));
-    return;
-  }
-  // Every message but initialize names the session it belongs to (400
-  // without, 404 for one unknown, ended or another token's) and may name
-  // the protocol version (400 when not served).
-  auto session_ok = [&](std::string_view id) {
-    auto sid = call.header_value("Mcp-Session-Id");
-    if (!sid || sid->empty()) {
-      out.now(rpc_error(400, id, mcp::invalid_request,
-                        "Bad Request: the Mcp-Session-Id header is required "
-                        "after initialize"));
-      return false;
-    }
-    auto session = ctx_->mcp_sessions->find(*sid);
-    if (!session || session->token != token) {
-      out.now(rpc_error(404, id, mcp::invalid_request,
-                        "Session not found: initialize a new one"));
-      return false;
-    }
-    if (auto pv = call.header_value("MCP-Protocol-Version");
-        pv && !mcp::supported(*pv)) {
-      out.now(rpc_error(400, id, mcp::invalid_request,
-                        "Bad Request: unsupported MCP-Protocol-Version '"
-                          + std::string{*pv}
-                          + "' (served: 2025-11-25, "
-                            "2025-06-18)"));
-      return false;
-    }
-    return true;
-  };
-  auto method_it = doc.FindMember("method");
-  auto id_it = doc.FindMember("id");
-  bool has_id = id_it != doc.MemberEnd();
-  if (method_it == doc.MemberEnd()) {
-    // A response to a request of ours (we send none) or garbage.
-    if (has_id && (doc.HasMember("result") || doc.HasMember("error"))) {
-      if (session_ok("null"))
-        out.now(accepted());
-    } else
-      out.now(rpc_error(400, "null", mcp::invalid_request,
-                        "Invalid Request: no \"method\""));
-    return;
-  }
-  if (!method_it->value.IsString()) {
-    out.now(rpc_error(400, "null", mcp::invalid_request,
-                      "Invalid Request: \"method\" must be a string"));
-    return;
-  }
-  std::string method = method_it->value.GetString();
-  if (!has_id) {
-    // A notification (notifications/initialized, .../cancelled, ...).
-    if (session_ok("null"))
-      out.now(accepted());
-    return;
-  }
-  auto& idv = id_it->value;
-  if (!idv.IsString() && !idv.IsInt64()) {
-    out.now(rpc_error(400, "null", mcp::invalid_request,
-                      "Invalid Request: \"id\" must be a string or an "
-                      "integer"));
-    return;
-  }
-  auto id = json::to_string(idv);
-  static const rapidjson::Value empty_object{rapidjson::kObjectType};
-  auto params_it = doc.FindMember("params");
-  if (params_it != doc.MemberEnd() && !params_it->value.IsObject()) {
-    out.now(rpc_error(200, id, mcp::invalid_params,
-                      "Invalid params: \"params\" must be an object"));
-    return;
-  }
-  const rapidjson::Value& params = params_it != doc.MemberEnd()
-                                     ? params_it->value
-                                     : empty_object;
-  if (method == "initialize") {
-    auto v = params.FindMember("protocolVersion");
-    if (v == params.MemberEnd() || !v->value.IsString()) {
-      out.now(rpc_error(200, id, mcp::invalid_params,
-                        "Invalid params: protocolVersion is required"));
-      return;
-    }
-    auto version = mcp::negotiate(v->value.GetString());
-    auto sid = ctx_->mcp_sessions->open(token, version, *ctx_->tools);
-    if (sid.empty()) {
-      auto r = rpc_error(503, id, mcp::internal_error,
-                         "too many MCP sessions open; try again shortly");
-      r.retry_after = true;
-      out.now(std::move(r));
-      return;
-    }
-    auto r = rpc_reply(200, mcp::result_message(id, mcp::initialize_result(
-                                                      version)));
-    r.headers.emplace_back("Mcp-Session-Id", sid);
-    out.now(std::move(r));
-    return;
-  }
-  if (!session_ok(id))
-    return;
-  if (method == "ping") {
-    out.now(rpc_reply(200, mcp::result_message(id, "{}")));
-    return;
-  }
-  if (method == "tools/list") {
-    out.now(rpc_reply(200, mcp::result_message(id, mcp::tools_list_result())));
-    return;
-  }
-  if (method != "tools/call") {
-    out.now(
-      rpc_error(200, id, mcp::method_not_found, "Method not found: " + method));
-    return;
-  }
+  return true;
+}
+
+void mcp_api::call_tool(const std::string& token, const std::string& id,
+                        const rapidjson::Value& params, http_responder& out) {
   auto name = params.FindMember("name");
   if (name == params.MemberEnd() || !name->value.IsString()) {
     out.now(rpc_error(200, id, mcp::invalid_params,
@@ -314,6 +208,124 @@ void mcp_api::post(const http_call& call, http_responder& out,
       answer(std::move(r));
     },
     tool_atom_v, tool_call{token, tool, std::move(arguments)});
+}
+
+void mcp_api::initialize(const std::string& token, const std::string& id,
+                         const rapidjson::Value& params, http_responder& out) {
+  auto v = params.FindMember("protocolVersion");
+  if (v == params.MemberEnd() || !v->value.IsString()) {
+    out.now(rpc_error(200, id, mcp::invalid_params,
+                      "Invalid params: protocolVersion is required"));
+    return;
+  }
+  auto version = mcp::negotiate(v->value.GetString());
+  auto sid = ctx_->mcp_sessions->open(token, version, *ctx_->tools);
+  if (sid.empty()) {
+    auto r = rpc_error(503, id, mcp::internal_error,
+                       "too many MCP sessions open; try again shortly");
+    r.retry_after = true;
+    out.now(std::move(r));
+    return;
+  }
+  auto r = rpc_reply(200,
+                     mcp::result_message(id, mcp::initialize_result(version)));
+  r.headers.emplace_back("Mcp-Session-Id", sid);
+  out.now(std::move(r));
+}
+
+void mcp_api::post(const http_call& call, http_responder& out,
+                   const path_params&) {
+  auto token = admit(call, out);
+  if (token.empty())
+    return;
+  auto type = call.content_type ? lower(*call.content_type) : std::string{};
+  if (type.rfind("application/json", 0) != 0) {
+    out.now(rpc_error(415, "null", mcp::invalid_request,
+                      "Content-Type must be application/json"));
+    return;
+  }
+  rapidjson::Document doc;
+  if (auto err = json::parse(call.body, doc)) {
+    out.now(
+      rpc_error(400, "null", mcp::parse_error, "Parse error: " + err->message));
+    return;
+  }
+  if (doc.IsArray()) {
+    out.now(rpc_error(400, "null", mcp::invalid_request,
+                      "JSON-RPC batches are not supported (protocol "
+                      "2025-06-18 and later)"));
+    return;
+  }
+  if (!doc.IsObject() || !doc.HasMember("jsonrpc") || !doc["jsonrpc"].IsString()
+      || std::string_view{doc["jsonrpc"].GetString()} != "2.0") {
+    out.now(rpc_error(400, "null", mcp::invalid_request,
+                      "Invalid Request: not a JSON-RPC 2.0 message "
+                      "(\"jsonrpc\": \"2.0\" is missing)"));
+    return;
+  }
+  auto method_it = doc.FindMember("method");
+  auto id_it = doc.FindMember("id");
+  bool has_id = id_it != doc.MemberEnd();
+  if (method_it == doc.MemberEnd()) {
+    // A response to a request of ours (we send none) or garbage.
+    if (has_id && (doc.HasMember("result") || doc.HasMember("error"))) {
+      if (session_ok(call, token, "null", out))
+        out.now(accepted());
+    } else
+      out.now(rpc_error(400, "null", mcp::invalid_request,
+                        "Invalid Request: no \"method\""));
+    return;
+  }
+  if (!method_it->value.IsString()) {
+    out.now(rpc_error(400, "null", mcp::invalid_request,
+                      "Invalid Request: \"method\" must be a string"));
+    return;
+  }
+  std::string method = method_it->value.GetString();
+  if (!has_id) {
+    // A notification (notifications/initialized, .../cancelled, ...).
+    if (session_ok(call, token, "null", out))
+      out.now(accepted());
+    return;
+  }
+  auto& idv = id_it->value;
+  if (!idv.IsString() && !idv.IsInt64()) {
+    out.now(rpc_error(400, "null", mcp::invalid_request,
+                      "Invalid Request: \"id\" must be a string or an "
+                      "integer"));
+    return;
+  }
+  auto id = json::to_string(idv);
+  static const rapidjson::Value empty_object{rapidjson::kObjectType};
+  auto params_it = doc.FindMember("params");
+  if (params_it != doc.MemberEnd() && !params_it->value.IsObject()) {
+    out.now(rpc_error(200, id, mcp::invalid_params,
+                      "Invalid params: \"params\" must be an object"));
+    return;
+  }
+  const rapidjson::Value& params = params_it != doc.MemberEnd()
+                                     ? params_it->value
+                                     : empty_object;
+  if (method == "initialize") {
+    initialize(token, id, params, out);
+    return;
+  }
+  if (!session_ok(call, token, id, out))
+    return;
+  if (method == "ping") {
+    out.now(rpc_reply(200, mcp::result_message(id, "{}")));
+    return;
+  }
+  if (method == "tools/list") {
+    out.now(rpc_reply(200, mcp::result_message(id, mcp::tools_list_result())));
+    return;
+  }
+  if (method != "tools/call") {
+    out.now(
+      rpc_error(200, id, mcp::method_not_found, "Method not found: " + method));
+    return;
+  }
+  call_tool(token, id, params, out);
 }
 
 void mcp_api::get(const http_call& call, http_responder& out,

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include <caf/fwd.hpp>
+#include <rapidjson/document.h>
 
 #include "actors/http_api.hpp"
 #include "actors/node_context.hpp"
@@ -51,6 +52,19 @@ class mcp_api {
   /// The capability token of `call`, after the Origin check; answers 401
   /// or 403 itself and returns "" when the request may not go on.
   std::string admit(const http_call& call, http_responder& out);
+
+  /// Checks the Mcp-Session-Id and MCP-Protocol-Version of a message other
+  /// than initialize; answers 400 or 404 itself and returns false.
+  bool session_ok(const http_call& call, const std::string& token,
+                  std::string_view id, http_responder& out);
+
+  /// initialize: opens an MCP session (`Mcp-Session-Id`) for `token`.
+  void initialize(const std::string& token, const std::string& id,
+                  const rapidjson::Value& params, http_responder& out);
+
+  /// tools/call `params` of JSON-RPC request `id`, through the tool server.
+  void call_tool(const std::string& token, const std::string& id,
+                 const rapidjson::Value& params, http_responder& out);
 
   caf::actor_system& sys_;
   const node_settings& settings_;

@@ -123,7 +123,7 @@ void start_group(supervisor_ptr self) {
   }
   cluster_hello hello;
   hello.node = s.node.name;
-  hello.switchboard = caf::actor_cast<caf::actor>(st.switchboard);
+  hello.switchboard = untyped(st.switchboard);
   st.registry = self->spawn<caf::linked>(registry, s.node.name);
   for (auto& cfg : hosted_butlers(s)) {
     butler_params params;
@@ -150,7 +150,7 @@ void start_group(supervisor_ptr self) {
     } else {
       // The messenger delivers for its own node's switchboard only.
       hello.entries.push_back(entry);
-      hello.handles.push_back(caf::actor_cast<caf::actor>(hdl));
+      hello.handles.push_back(untyped(hdl));
     }
     self->send(st.registry, register_atom_v, std::move(entry), hdl);
     st.butlers.push_back(std::move(hdl));

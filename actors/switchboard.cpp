@@ -424,11 +424,7 @@ void on_transport_failure(switchboard_ptr self, const outbound& o,
 
 void send_to_host(switchboard_ptr self, std::shared_ptr<const outbound> o,
                   const butler_actor& hdl) {
-  route_request req{o->envelope,
-                    "route",
-                    {},
-                    caf::actor_cast<caf::actor>(self),
-                    o->parsed};
+  route_request req{o->envelope, "route", {}, untyped(self), o->parsed};
   // Only a butler on another node can fail to answer at all.
   auto timeout = hdl.node() == self->node() ? caf::duration{local_call}
                                             : caf::duration{call_timeout};

@@ -284,10 +284,7 @@ void start_run(thread_ptr self, std::string run_id, std::string butler,
   env.butler = butler;
   env.tool = "route.execute";
   env.prompt = std::move(text);
-  route_request req{make_route_json(env),
-                    "thread",
-                    {},
-                    caf::actor_cast<caf::actor>(self)};
+  route_request req{make_route_json(env), "thread", {}, untyped(self)};
   self->request(hdl, st.env->timeout, route_atom_v, std::move(req))
     .then(
       [self, run_id, butler](const route_response& resp) {

@@ -338,8 +338,8 @@ void notify(const call_ptr& c, const rapidjson::Value& args) {
     c->answer(tool_failed("unavailable", "no messenger on this node"));
     return;
   }
-  route_request req{std::move(envelope), "tool", s.butler,
-                    caf::actor_cast<caf::actor>(self), std::move(parsed)};
+  route_request req{std::move(envelope), "tool", s.butler, untyped(self),
+                    std::move(parsed)};
   self->request(messenger, local_call, route_atom_v, std::move(req))
     .then(
       [c, target, seq](route_response& r) {

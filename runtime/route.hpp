@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <caf/actor.hpp>
+#include <caf/actor_cast.hpp>
 #include <caf/meta/type_name.hpp>
 
 #include "runtime/schema.hpp"
@@ -20,6 +21,14 @@
 namespace butlers {
 
 struct route_envelope;
+
+/// The dynamically typed handle of a typed handle or of an actor's `self`:
+/// what a `route_request`'s `reply_to`, a session's slot and the cluster's
+/// introduction carry. The one place outside the cluster that casts so.
+template<class T>
+caf::actor untyped(const T& x) {
+  return caf::actor_cast<caf::actor>(x);
+}
 
 /// A route.execute call (spec 001 §6.2): one route.v1 envelope for one
 /// butler, plus who sent it.

@@ -114,6 +114,8 @@ constexpr const char* scope_schema
     R"("description":"butler (default): the butler's shared namespace; )"
     R"(sender: the asking person's own namespace."})";
 
+void add_later_tools(std::vector<tool_spec>& out);
+
 std::vector<tool_spec> make_catalogue() {
   std::string key = key_schema;
   std::string scope = scope_schema;
@@ -191,6 +193,12 @@ std::vector<tool_spec> make_catalogue() {
      R"("deleted":{"type":"boolean"},"version":{"type":"integer"}},)"
      R"("required":["key","deleted"]})",
      false});
+  add_later_tools(out);
+  return out;
+}
+
+/// The tools of reminders, hand-offs and recall.
+void add_later_tools(std::vector<tool_spec>& out) {
   out.push_back(
     {"remind", "Set a reminder",
      "Wakes this butler once, at a time (at, RFC 3339) or after a delay "
@@ -246,7 +254,6 @@ std::vector<tool_spec> make_catalogue() {
      R"({"type":"object","properties":{"request":{"type":"object"},)"
      R"("messages":{"type":"array"}},"required":["request","messages"]})",
      true});
-  return out;
 }
 
 /// The compiled input schemas, in catalogue order.
