@@ -117,6 +117,17 @@ pg_createdb() {
   fi
 }
 
+# bench_pg DIR: starts a throwaway PostgreSQL in DIR on a free port with a
+# database butlers_bench, and sets bench_db_url to its libpq URL.
+bench_pg() {
+  local dir=$1 port
+  port=$(free_port)
+  log "starting PostgreSQL on port $port ($dir)"
+  pg_start "$dir" "$port"
+  pg_createdb "$dir" "$port" butlers_bench
+  bench_db_url="host=$dir port=$port dbname=butlers_bench user=postgres"
+}
+
 # node_wait_ready PID OUT ERR: waits for a node started in the background
 # (its stdout in OUT, stderr in ERR) to print its listening line, then for
 # GET /readyz to answer 200 (database reachable and migrated). Sets

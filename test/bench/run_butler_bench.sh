@@ -47,10 +47,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-pg_port=$(free_port)
-log "starting PostgreSQL on port $pg_port ($pgdir)"
-pg_start "$pgdir" "$pg_port"
-pg_createdb "$pgdir" "$pg_port" butlers_bench
+bench_pg "$pgdir"
 timeout 600 "$bench_bin" \
-  "host=$pgdir port=$pg_port dbname=butlers_bench user=postgres" \
+  "$bench_db_url" \
   --turn-ms "$turn_ms" --accepts "$accepts"

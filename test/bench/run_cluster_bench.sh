@@ -56,13 +56,10 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-pg_port=$(free_port)
-log "starting PostgreSQL on port $pg_port ($pgdir)"
-pg_start "$pgdir" "$pg_port"
-pg_createdb "$pgdir" "$pg_port" butlers_bench
+bench_pg "$pgdir"
 for p in "${policies[@]}"; do
   timeout 600 "$bench_bin" \
-    "host=$pgdir port=$pg_port dbname=butlers_bench user=postgres" \
+    "$bench_db_url" \
     --calls "$calls" --messages "$messages" --policy "$p" 2>/dev/null
   echo
 done

@@ -66,11 +66,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-pg_port=$(free_port)
-log "starting PostgreSQL on port $pg_port ($pgdir)"
-pg_start "$pgdir" "$pg_port"
-pg_createdb "$pgdir" "$pg_port" butlers_bench
-export BUTLERS_DATABASE_URL="host=$pgdir port=$pg_port dbname=butlers_bench user=postgres"
+bench_pg "$pgdir"
+export BUTLERS_DATABASE_URL="$bench_db_url"
 
 # Runs long enough to take every steer: the steers take about
 # steers x 11 ms spread over the threads.

@@ -74,11 +74,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-pg_port=$(free_port)
-log "starting PostgreSQL on port $pg_port ($pgdir)"
-pg_start "$pgdir" "$pg_port"
-pg_createdb "$pgdir" "$pg_port" butlers_bench
-db_url="host=$pgdir port=$pg_port dbname=butlers_bench user=postgres"
+bench_pg "$pgdir"
+db_url=$bench_db_url
 export BUTLERS_DATABASE_URL="$db_url"
 
 # One session per client (at least one): each writes its MCP URL and token
