@@ -186,16 +186,8 @@ void notify_then_write(butler_ptr self, session_outcome out,
             give_up(std::move(out), r.error_class + ": " + r.error_message);
             return;
           }
-          auto& st = self->state;
-          pending_reply p{std::move(out), sender};
-          if (auto i = st.early_replies.find(r.work_id);
-              i != st.early_replies.end()) {
-            auto done = std::move(i->second);
-            st.early_replies.erase(i);
-            reply_delivered(self, std::move(p), done);
-            return;
-          }
-          st.replies.emplace(r.work_id, std::move(p));
+          self->state.replies.emplace(r.work_id,
+                                      pending_reply{std::move(out), sender});
         },
         [self, out, give_up](const caf::error& err) mutable {
           give_up(std::move(out), self->system().render(err));
@@ -224,13 +216,8 @@ void notify_then_write(butler_ptr self, session_outcome out,
 void on_reply_done(butler_ptr self, route_response& r) {
   auto& st = self->state;
   auto i = st.replies.find(r.work_id);
-  if (i == st.replies.end()) {
-    // Before its `accepted`: kept until that arrives (bounded).
-    if (st.early_replies.size() >= 1024)
-      st.early_replies.clear();
-    st.early_replies.emplace(r.work_id, std::move(r));
+  if (i == st.replies.end())
     return;
-  }
   auto p = std::move(i->second);
   st.replies.erase(i);
   reply_delivered(self, std::move(p), r);
@@ -469,6 +456,10 @@ void store(butler_ptr self, route_request& req, route_envelope env,
       resp.duplicate = r.duplicate;
       resp.duration_ms = ms_since(t0);
       st.accept_latency->observe(resp.duration_ms);
+      // `accepted` goes out before the watcher may hear of the item's end
+      // (a duplicate already done is reported at once): a caller sees the
+      // two in that order.
+      reply(resp);
       if (reply_to)
         watch(self, stored.work_id, r, reply_to);
       if (!r.duplicate) {
@@ -488,7 +479,6 @@ void store(butler_ptr self, route_request& req, route_envelope env,
           show_waiting(self, resp.work_id);
       }
       update_gauges(self);
-      reply(std::move(resp));
     },
     [self, reply, env](const caf::error& err) mutable {
       auto& st = self->state;

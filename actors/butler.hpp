@@ -119,9 +119,6 @@ struct butler_state {
   /// Results whose reply the messenger is delivering, by the delivery's
   /// work id (the item's lease is renewed meanwhile: it is finishing).
   std::unordered_map<std::string, pending_reply> replies;
-  /// Deliveries that ended before the messenger's `accepted` arrived (a
-  /// duplicate already done is reported at once), by work id; bounded.
-  std::unordered_map<std::string, route_response> early_replies;
   /// Ticks so far (the age of foreign waiters).
   uint64_t ticks = 0;
   /// Holder name in leases: "NODE/INCARNATION", new at every spawn.

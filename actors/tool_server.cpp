@@ -356,16 +356,10 @@ void notify(const call_ptr& c, const rapidjson::Value& args) {
                          target.recipient,
                          target.intent,
                          seq};
-        // The call's answer now waits for the delivery (which may have
-        // ended already: a retried session's duplicate).
+        // The call's answer now waits for the delivery (the butler sends
+        // `accepted` before it reports a duplicate already done).
         auto& st = self->state;
         st.waiting[r.work_id].push_back(std::move(p));
-        if (auto i = st.early.find(r.work_id); i != st.early.end()) {
-          auto done = std::move(i->second);
-          st.early.erase(i);
-          end_wait(self, r.work_id, &done);
-          return;
-        }
         auto wait = st.params.cfg.notify_wait_ms;
         self->delayed_send(self, std::chrono::milliseconds{wait},
                            timeout_atom_v, r.work_id);
@@ -811,13 +805,6 @@ tool_server_actor::behavior_type tool_server(tool_server_ptr self,
       end_wait(self, work_id, nullptr);
     },
     [self](done_atom, route_response& r) {
-      auto& st = self->state;
-      if (st.waiting.count(r.work_id) == 0) {
-        if (st.early.size() >= tool_server_state::max_early)
-          st.early.clear();
-        st.early.emplace(r.work_id, std::move(r));
-        return;
-      }
       end_wait(self, r.work_id, &r);
     },
   };

@@ -50,11 +50,6 @@ struct tool_server_state {
   writer_client writes;
   /// Notifies whose delivery has not ended yet, by delivery (work) id.
   std::unordered_map<std::string, std::vector<pending_notify>> waiting;
-  /// Deliveries that ended before their `accepted` arrived (a duplicate
-  /// already done is reported at once), by work id; at most
-  /// `max_early` are kept.
-  std::unordered_map<std::string, route_response> early;
-  static constexpr size_t max_early = 1024;
   /// Tool calls under way (answered or not), bounded by
   /// `[tools] max_in_flight`.
   size_t in_flight = 0;
