@@ -661,11 +661,18 @@ TEST_F(Ingest, DatabaseDownAnswers503ThenRecoversWithoutRestart) {
     30s))
     << states() << "\n"
     << node_->log();
-  EXPECT_EQ(count("SELECT count(*) FROM message_inbox i WHERE "
-                  "lifecycle_state = 'errored' AND NOT EXISTS (SELECT 1 FROM "
-                  "dead_letters d WHERE d.request_id = i.request_id)"),
-            0)
-    << "every errored request keeps a dead letter";
+  // The dead letter is a write of its own beside the completion: wait for
+  // it rather than read the instant the last request turned terminal.
+  EXPECT_TRUE(eventually(
+    [&] {
+      return count("SELECT count(*) FROM message_inbox i WHERE "
+                   "lifecycle_state = 'errored' AND NOT EXISTS (SELECT 1 FROM "
+                   "dead_letters d WHERE d.request_id = i.request_id)")
+             == 0;
+    },
+    30s))
+    << "every errored request keeps a dead letter\n"
+    << states();
 }
 
 TEST_F(Ingest, SigkillDuringIngestLosesNothingAndProcessesOnce) {
