@@ -10,6 +10,19 @@
 // retried after a 429, a 5xx, a transport failure or a stream cut before
 // its end (the whole call again, after a backoff that honours
 // `retry-after`); other 4xx fail the run at once.
+//
+// Tools: a session with a capability token declares the node's tool
+// catalogue in every call (native tool calling, runtime/model_api.hpp).
+// A response with tool calls is followed by the calls, one after the
+// other, through the tool server (a blocking request from the run's own
+// thread, with the session's token), then the assistant turn and the
+// results join the conversation and the model is called again. A result
+// reaches the model as text: the structured JSON of an ok result, the
+// text of an error (flagged is_error). The calls count against
+// `max_model_calls`: a response that still asks for tools when the run
+// made its last allowed call ends the run with an error naming the limit
+// (its calls are not made: their effects would be unknown to the model,
+// and a text answer so far is at best half an answer).
 
 #include <algorithm>
 #include <atomic>
@@ -62,6 +75,12 @@ struct http_model_run {
   /// where its calls' `chat {model}` spans go.
   tracer_ptr traces;
   model_call_parent trace;
+  /// The session's capability token and the tool server ("" / null: the
+  /// run has no tools).
+  std::string token;
+  tool_server_actor tool_server;
+  /// The run's thread, which makes the blocking tool requests.
+  caf::blocking_actor* self = nullptr;
 };
 
 /// How one HTTP request ended.
@@ -78,6 +97,8 @@ struct call_outcome {
   };
   kind_t kind = fail;
   std::string text;
+  /// ok: the tools the model called (empty for a final answer).
+  std::vector<model_tool_call> tool_calls;
   std::string error_class;
   std::string message;
   /// The server asked for this wait (retry-after, retry-after-ms).
@@ -225,6 +246,7 @@ call_outcome call_once(http_model_run& r, session_usage& usage) {
   }
   out.kind = call_outcome::ok;
   out.text = st.text;
+  out.tool_calls = st.tool_calls;
   return out;
 }
 
@@ -325,6 +347,38 @@ std::string prepare(http_model_run& r) {
   return {};
 }
 
+/// Runs one tool call of the model through the tool server (blocking: the
+/// run's own thread) and says how it went, as the model is told. The
+/// request waits at most `timeout_s`; a cancel takes effect after the call
+/// under way (tool calls are short: one statement or one delivery).
+model_tool_result run_tool(http_model_run& r, const model_tool_call& c) {
+  tool_call call;
+  call.token = r.token;
+  call.name = c.name;
+  call.arguments = c.arguments.empty() ? std::string{"{}"} : c.arguments;
+  tool_result res;
+  r.self
+    ->request(r.tool_server, std::chrono::seconds{r.rt.timeout_s}, tool_atom_v,
+              std::move(call))
+    .receive(
+      [&res](tool_result& x) {
+        res = std::move(x);
+      },
+      [&](caf::error& err) {
+        res = tool_failed("unavailable", "the tool server did not answer: "
+                                           + r.self->system().render(err));
+      });
+  model_tool_result out;
+  out.call_id = c.id;
+  if (res.status == tool_status::ok) {
+    out.content = res.structured.empty() ? res.text : res.structured;
+  } else {
+    out.is_error = true;
+    out.content = res.text.empty() ? res.structured : res.text;
+  }
+  return out;
+}
+
 /// The call loop (on the run's own thread).
 adapter_result run_calls(http_model_run& r) {
   session_usage usage;
@@ -351,6 +405,27 @@ adapter_result run_calls(http_model_run& r) {
       return failure(std::move(out.error_class), std::move(out.message),
                      out.kind == call_outcome::retry, usage);
     answer = std::move(out.text);
+    if (!out.tool_calls.empty() && !r.token.empty()) {
+      if (call >= r.rt.max_model_calls)
+        return failure("internal_error",
+                       "the model asked for "
+                         + std::to_string(out.tool_calls.size())
+                         + " tool call(s) after its last allowed call "
+                           "(runtime.max_model_calls = "
+                         + std::to_string(r.rt.max_model_calls) + ")",
+                       false, usage);
+      chat_message turn{"assistant", answer};
+      turn.tool_calls = std::move(out.tool_calls);
+      chat_message results{"tool", ""};
+      for (auto& c : turn.tool_calls) {
+        if (r.stop->load())
+          return failure("internal_error", "cancelled", false, usage);
+        results.tool_results.push_back(run_tool(r, c));
+      }
+      r.messages.push_back(std::move(turn));
+      r.messages.push_back(std::move(results));
+      continue;
+    }
     // The Messages API refuses empty assistant turns; the next user
     // message follows the last one instead.
     if (!answer.empty())
@@ -384,6 +459,12 @@ class http_model_adapter final : public session_adapter {
     run->me = session_actor{self};
     run->work_id = st.item.work_id;
     run->butler = st.params.butler;
+    if (!st.token.empty() && st.params.tool_server) {
+      run->token = st.token;
+      run->tool_server = st.params.tool_server;
+      for (auto& t : tool_catalogue())
+        s.tools.push_back({t.name, t.description, t.input_schema});
+    }
     if (auto& tr = st.params.traces; tr && tr->enabled()) {
       run->trace = model_call_parent_of(st.item.work_id, st.item.lease_token,
                                         st.env.trace_parent,
@@ -403,7 +484,8 @@ class http_model_adapter final : public session_adapter {
     // The loop blocks: a thread of its own, never the scheduler. The run
     // travels as a spawn argument (CAF 0.17.6 needs one).
     self->spawn<caf::detached>(
-      [](caf::blocking_actor*, std::shared_ptr<http_model_run> run) {
+      [](caf::blocking_actor* thread, std::shared_ptr<http_model_run> run) {
+        run->self = thread;
         auto result = run_calls(*run);
         caf::anon_send(run->me, done_atom_v, std::move(result));
       },

@@ -16,16 +16,127 @@ std::string number_text(double x) {
   return buf;
 }
 
-std::string messages_json(const std::string& system,
-                          const std::vector<chat_message>& messages) {
+/// A tool call's arguments as a JSON object's text: "{}" for none.
+std::string arguments_text(const model_tool_call& c) {
+  return c.arguments.empty() ? std::string{"{}"} : c.arguments;
+}
+
+/// OpenAI: system first, an assistant message carries its `tool_calls`
+/// (content null when it wrote no text), results become one `tool`
+/// message per call.
+std::string openai_messages(const std::string& system,
+                            const std::vector<chat_message>& messages) {
   std::string out = "[";
+  auto next = [&out] {
+    if (out.size() > 1)
+      out += ',';
+  };
   if (!system.empty())
     out += R"({"role":"system","content":)" + json::quote(system) + "}";
   for (auto& m : messages) {
+    if (m.role == "tool") {
+      for (auto& r : m.tool_results) {
+        next();
+        out += R"({"role":"tool","tool_call_id":)" + json::quote(r.call_id)
+               + R"(,"content":)"
+               + json::quote(r.is_error ? "Error: " + r.content : r.content)
+               + "}";
+      }
+      continue;
+    }
+    next();
+    out += R"({"role":)" + json::quote(m.role) + R"(,"content":)";
+    if (m.tool_calls.empty()) {
+      out += json::quote(m.content) + "}";
+      continue;
+    }
+    out += m.content.empty() ? std::string{"null"} : json::quote(m.content);
+    out += R"(,"tool_calls":[)";
+    for (size_t i = 0; i < m.tool_calls.size(); ++i) {
+      auto& c = m.tool_calls[i];
+      if (i > 0)
+        out += ',';
+      out += R"({"id":)" + json::quote(c.id)
+             + R"(,"type":"function","function":{"name":)" + json::quote(c.name)
+             + R"(,"arguments":)" + json::quote(arguments_text(c)) + "}}";
+    }
+    out += "]}";
+  }
+  out += ']';
+  return out;
+}
+
+/// A tool call's arguments as the Messages API's `input` object ({} when
+/// they are not one).
+std::string anthropic_input(const model_tool_call& c) {
+  rapidjson::Document doc;
+  if (json::parse(arguments_text(c), doc) || !doc.IsObject())
+    return "{}";
+  return json::to_string(doc);
+}
+
+/// Anthropic: an assistant turn with calls is a list of content blocks
+/// (its text, then a `tool_use` per call); the results are a user turn of
+/// `tool_result` blocks.
+std::string anthropic_messages(const std::vector<chat_message>& messages) {
+  std::string out = "[";
+  for (auto& m : messages) {
     if (out.size() > 1)
       out += ',';
-    out += R"({"role":)" + json::quote(m.role) + R"(,"content":)"
-           + json::quote(m.content) + "}";
+    if (m.role == "tool") {
+      out += R"({"role":"user","content":[)";
+      for (size_t i = 0; i < m.tool_results.size(); ++i) {
+        auto& r = m.tool_results[i];
+        if (i > 0)
+          out += ',';
+        out += R"({"type":"tool_result","tool_use_id":)"
+               + json::quote(r.call_id) + R"(,"content":)"
+               + json::quote(r.content) + R"(,"is_error":)"
+               + (r.is_error ? "true" : "false") + "}";
+      }
+      out += "]}";
+      continue;
+    }
+    out += R"({"role":)" + json::quote(m.role) + R"(,"content":)";
+    if (m.tool_calls.empty()) {
+      out += json::quote(m.content) + "}";
+      continue;
+    }
+    out += '[';
+    if (!m.content.empty())
+      out += R"({"type":"text","text":)" + json::quote(m.content) + "},";
+    for (size_t i = 0; i < m.tool_calls.size(); ++i) {
+      auto& c = m.tool_calls[i];
+      if (i > 0)
+        out += ',';
+      out += R"({"type":"tool_use","id":)" + json::quote(c.id) + R"(,"name":)"
+             + json::quote(c.name) + R"(,"input":)" + anthropic_input(c) + "}";
+    }
+    out += "]}";
+  }
+  out += ']';
+  return out;
+}
+
+/// The `tools` member (with its leading comma), "" without tools.
+std::string tools_json(model_api api, const std::vector<model_tool>& tools) {
+  if (tools.empty())
+    return {};
+  std::string out = R"(,"tools":[)";
+  for (size_t i = 0; i < tools.size(); ++i) {
+    auto& t = tools[i];
+    if (i > 0)
+      out += ',';
+    auto schema = t.input_schema.empty() ? std::string{R"({"type":"object"})"}
+                                         : t.input_schema;
+    if (api == model_api::openai)
+      out += R"({"type":"function","function":{"name":)" + json::quote(t.name)
+             + R"(,"description":)" + json::quote(t.description)
+             + R"(,"parameters":)" + schema + "}}";
+    else
+      out += R"({"name":)" + json::quote(t.name) + R"(,"description":)"
+             + json::quote(t.description) + R"(,"input_schema":)" + schema
+             + "}";
   }
   out += ']';
   return out;
@@ -85,7 +196,8 @@ model_request build_model_request(const model_call_settings& s,
   if (s.api == model_api::openai) {
     if (!s.api_key.empty())
       r.headers.emplace_back("Authorization", "Bearer " + s.api_key);
-    body += R"(,"messages":)" + messages_json(s.system_prompt, messages);
+    body += R"(,"messages":)" + openai_messages(s.system_prompt, messages);
+    body += tools_json(s.api, s.tools);
     body += R"(,"stream":true,"stream_options":{"include_usage":true})";
     if (s.max_tokens > 0)
       body += R"(,"max_tokens":)" + std::to_string(s.max_tokens);
@@ -97,7 +209,8 @@ model_request build_model_request(const model_call_settings& s,
     body += R"(,"max_tokens":)" + std::to_string(max);
     if (!s.system_prompt.empty())
       body += R"(,"system":)" + json::quote(s.system_prompt);
-    body += R"(,"messages":)" + messages_json({}, messages);
+    body += R"(,"messages":)" + anthropic_messages(messages);
+    body += tools_json(s.api, s.tools);
     body += R"(,"stream":true)";
   }
   if (s.temperature >= 0)
@@ -119,6 +232,23 @@ bool model_stream::feed(std::string_view chunk, const delta_fn& on_delta) {
     on_event(ev, on_delta);
   });
   return ok && !too_big_;
+}
+
+model_tool_call& model_stream::tool_slot(uint64_t index) {
+  for (auto& [i, pos] : tool_slots_)
+    if (i == index)
+      return state_.tool_calls[pos];
+  tool_slots_.emplace_back(index, state_.tool_calls.size());
+  return state_.tool_calls.emplace_back();
+}
+
+bool model_stream::grow(size_t n) {
+  if (answer_bytes_ + n > max_text_bytes_) {
+    too_big_ = true;
+    return false;
+  }
+  answer_bytes_ += n;
+  return true;
 }
 
 bool model_stream::complete() const {
@@ -158,12 +288,30 @@ void model_stream::on_openai(const sse_event& ev, const delta_fn& on_delta) {
     if (auto* delta = member(choice, "delta")) {
       auto text = string_at(*delta, "content");
       if (!text.empty()) {
-        if (st.text.size() + text.size() > max_text_bytes_) {
-          too_big_ = true;
+        if (!grow(text.size()))
           return;
-        }
         st.text += text;
         on_delta(text);
+      }
+      // Each element names its call by `index`; the first carries the id
+      // and the name, the arguments come as pieces of JSON text.
+      auto* calls = member(*delta, "tool_calls");
+      if (calls != nullptr && calls->IsArray()) {
+        for (rapidjson::SizeType k = 0; k < calls->Size(); ++k) {
+          auto& tc = (*calls)[k];
+          auto& call = tool_slot(count_at(tc, "index", k));
+          if (auto id = string_at(tc, "id"); !id.empty())
+            call.id = std::move(id);
+          if (auto* fn = member(tc, "function")) {
+            if (auto name = string_at(*fn, "name");
+                !name.empty() && call.name.empty())
+              call.name = std::move(name);
+            auto args = string_at(*fn, "arguments");
+            if (!grow(args.size()))
+              return;
+            call.arguments += args;
+          }
+        }
       }
     }
     if (auto reason = string_at(choice, "finish_reason"); !reason.empty())
@@ -208,15 +356,37 @@ void model_stream::on_anthropic(const sse_event& ev, const delta_fn& on_delta) {
       if (auto* u = member(*msg, "usage"); u != nullptr && u->IsObject())
         read_usage(*u);
     }
+  } else if (type == "content_block_start") {
+    auto* block = member(doc, "content_block");
+    if (block != nullptr && string_at(*block, "type") == "tool_use") {
+      auto& call = tool_slot(count_at(doc, "index"));
+      call.id = string_at(*block, "id");
+      call.name = string_at(*block, "name");
+    }
   } else if (type == "content_block_delta") {
     auto* delta = member(doc, "delta");
-    if (delta == nullptr || string_at(*delta, "type") != "text_delta")
-      return; // tool input, thinking: not part of the answer's text
-    auto text = string_at(*delta, "text");
-    if (st.text.size() + text.size() > max_text_bytes_) {
-      too_big_ = true;
+    if (delta == nullptr)
+      return;
+    auto dtype = string_at(*delta, "type");
+    if (dtype == "input_json_delta") {
+      // The input of a tool_use block begun before (other blocks with
+      // JSON input, such as server tools, are not ours to run).
+      auto index = count_at(doc, "index");
+      for (auto& [i, pos] : tool_slots_) {
+        if (i != index)
+          continue;
+        auto part = string_at(*delta, "partial_json");
+        if (!grow(part.size()))
+          return;
+        st.tool_calls[pos].arguments += part;
+      }
       return;
     }
+    if (dtype != "text_delta")
+      return; // thinking: not part of the answer's text
+    auto text = string_at(*delta, "text");
+    if (!grow(text.size()))
+      return;
     st.text += text;
     if (!text.empty())
       on_delta(text);
@@ -231,7 +401,7 @@ void model_stream::on_anthropic(const sse_event& ev, const delta_fn& on_delta) {
   } else if (type == "error") {
     read_error(doc, st);
   }
-  // ping, content_block_start, content_block_stop: nothing to read.
+  // ping, content_block_stop: nothing to read.
 }
 
 std::string model_error_text(std::string_view body) {

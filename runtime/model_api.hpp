@@ -9,6 +9,17 @@
 //   - Anthropic Messages (`POST {base_url}/v1/messages`, `stream: true`).
 // test/fixtures/openai and test/fixtures/anthropic hold documented
 // example streams (see their README).
+//
+// Native tool calling: a request declares the session's tools (OpenAI
+// `tools: [{type: "function", function: {name, description, parameters}}]`,
+// Anthropic `tools: [{name, description, input_schema}]`); the stream's
+// tool calls are collected (OpenAI `delta.tool_calls[]` by `index`,
+// finish_reason "tool_calls"; Anthropic `tool_use` content blocks with
+// `input_json_delta`s, stop_reason "tool_use"); the conversation carries
+// the assistant's calls and their results back (OpenAI: `tool_calls` on
+// the assistant message, then one `role: "tool"` message per call;
+// Anthropic: `tool_use` blocks in the assistant turn, then a user turn of
+// `tool_result` blocks).
 
 #include <cstdint>
 #include <functional>
@@ -23,10 +34,48 @@ namespace butlers {
 
 enum class model_api { openai, anthropic };
 
-/// One message of the conversation: role "user" or "assistant".
+/// A tool the model may call.
+struct model_tool {
+  std::string name;
+  std::string description;
+  /// JSON Schema of the arguments (an object, as text).
+  std::string input_schema;
+};
+
+/// A tool call the model made.
+struct model_tool_call {
+  /// The provider's id (`call_...`, `toolu_...`), echoed with the result.
+  std::string id;
+  std::string name;
+  /// The arguments: the concatenated partial JSON, as the model wrote it
+  /// (normally an object; "" when the model sent none).
+  std::string arguments;
+};
+
+/// The outcome of one tool call, as the model is told it.
+struct model_tool_result {
+  /// The id of the call it answers.
+  std::string call_id;
+  std::string content;
+  /// The tool refused or failed (Anthropic `is_error`; OpenAI has no such
+  /// field, the content says it).
+  bool is_error = false;
+};
+
+/// One message of the conversation: role "user" or "assistant", or
+/// "tool" for the results of the previous assistant message's calls.
 struct chat_message {
+  chat_message() = default;
+  chat_message(std::string r, std::string c)
+    : role(std::move(r)), content(std::move(c)) {
+    // nop
+  }
   std::string role;
   std::string content;
+  /// assistant: the tools it called (`content` may then be "").
+  std::vector<model_tool_call> tool_calls;
+  /// tool: one result per call of the previous message, in its order.
+  std::vector<model_tool_result> tool_results;
 };
 
 /// What every call of a run sends besides the messages.
@@ -43,6 +92,8 @@ struct model_call_settings {
   double temperature = -1.0;
   /// "" sends none.
   std::string system_prompt;
+  /// The tools the model may call (empty: no `tools` are sent).
+  std::vector<model_tool> tools;
 };
 
 /// The Messages API requires max_tokens; this is sent when none is set.
@@ -66,6 +117,9 @@ model_request build_model_request(const model_call_settings& s,
 struct model_stream_state {
   /// The answer's text (every delta, in order).
   std::string text;
+  /// The tool calls of the answer, in the order they began (their
+  /// arguments complete once the stream is).
+  std::vector<model_tool_call> tool_calls;
   /// The model that answered, as the response names it.
   std::string model;
   /// Tokens the response reported (0 until it does). `input_tokens`
@@ -94,7 +148,8 @@ class model_stream {
   /// Deltas of the answer's text, as they are parsed.
   using delta_fn = std::function<void(std::string_view)>;
 
-  /// `max_text_bytes` bounds the answer (and each SSE event).
+  /// `max_text_bytes` bounds the answer (text and tool arguments
+  /// together, and each SSE event).
   explicit model_stream(model_api api, size_t max_text_bytes = size_t{4} << 20);
 
   /// Parses `chunk`; false once the stream is over a bound (the caller
@@ -120,6 +175,16 @@ class model_stream {
   sse_parser sse_;
   model_stream_state state_;
   bool too_big_ = false;
+  /// Where each tool call of the stream went in `state_.tool_calls`: by
+  /// its OpenAI `index` or its Anthropic content block `index`.
+  std::vector<std::pair<uint64_t, size_t>> tool_slots_;
+  /// Bytes of text and tool arguments so far.
+  size_t answer_bytes_ = 0;
+
+  /// The call at stream index `index` (a new one the first time).
+  model_tool_call& tool_slot(uint64_t index);
+  /// Adds `n` bytes to the answer; false (and too_big_) past the bound.
+  bool grow(size_t n);
 };
 
 /// The `error.message` (and `error.type`) of a JSON error body as both

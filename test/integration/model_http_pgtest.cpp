@@ -5,7 +5,9 @@
 // as a user message, interrupt and cancel abort the stream under way
 // within a second, a thread subscriber sees the deltas and then the
 // transcript entry, 429 + Retry-After is honoured, a cut stream is
-// retried, and a 4xx other than 429 fails at once.
+// retried, and a 4xx other than 429 fails at once; tools called natively
+// (OpenAI `tool_calls`, Anthropic `tool_use`) run through the node's tool
+// server and their results reach the next call in the provider's shape.
 
 #include <algorithm>
 #include <chrono>
@@ -28,7 +30,8 @@ namespace {
 using namespace std::chrono_literals;
 using clock = std::chrono::steady_clock;
 
-/// The conversation a call sent: (role, content), system prompt first.
+/// The conversation a call sent: (role, content), system prompt first; a
+/// content that is not a string (tool turns) as its JSON text.
 using messages = std::vector<std::pair<std::string, std::string>>;
 
 messages messages_of(const fake_model_call& call) {
@@ -38,8 +41,12 @@ messages messages_of(const fake_model_call& call) {
     return out;
   if (doc.HasMember("system") && doc["system"].IsString())
     out.emplace_back("system", doc["system"].GetString());
-  for (auto& m : doc["messages"].GetArray())
-    out.emplace_back(m["role"].GetString(), m["content"].GetString());
+  for (auto& m : doc["messages"].GetArray()) {
+    auto& c = m["content"];
+    out.emplace_back(m["role"].GetString(), c.IsString()
+                                              ? std::string{c.GetString()}
+                                              : json::to_string(c));
+  }
   return out;
 }
 
@@ -55,8 +62,9 @@ class ModelHttp : public node_fixture,
                   public ::testing::WithParamInterface<std::string> {
  protected:
   /// Starts a node whose `general` butler calls the fake with the API of
-  /// the test's parameter; calls are slow unless `fast`.
-  void start(bool slow = true) {
+  /// the test's parameter; calls are slow unless `fast`; `runtime` adds
+  /// lines to its `[butler.runtime]`.
+  void start(bool slow = true, const std::string& runtime = "") {
     if (slow) {
       fake_model_reply r;
       r.event_interval = 150ms;
@@ -74,8 +82,9 @@ class ModelHttp : public node_fixture,
                     "api_key_env = \"BUTLERS_TEST_MODEL_KEY\"\n"
                     "system_prompt = \"You are a test butler.\"\n"
                     "timeout_s = 30\nretries = 3\nretry_base_ms = 50\n"
-                    "[[messenger.adapter]]\nkind = \"outbox\"\npath = \""
-                  + dir_ + "/outbox.jsonl\"\n";
+                  + runtime
+                  + "[[messenger.adapter]]\nkind = \"outbox\"\npath = \"" + dir_
+                  + "/outbox.jsonl\"\n";
     ASSERT_TRUE(
       start_node(config, {{"BUTLERS_TEST_MODEL_KEY", "sk-test-key"}}));
   }
@@ -360,6 +369,108 @@ TEST_P(ModelHttp, AnotherClientErrorFailsAtOnceWithItsMessage) {
   EXPECT_EQ(fake_.call_count(), 1u) << "no retry";
   EXPECT_EQ(node_->log().find("sk-test-key"), std::string::npos)
     << "the key is never logged";
+}
+
+TEST_P(ModelHttp, ToolCallsRunThroughTheToolServerAndTheirResultsGoBack) {
+  fake_.push_tool_round(GetParam());
+  start(false);
+  auto run = turn("t-tools", "u1", "remember that I take aspirin");
+  ASSERT_EQ(run.status, 200) << run.body;
+  ASSERT_TRUE(eventually(
+    [&] {
+      return finished(run.run_id);
+    },
+    30s));
+  EXPECT_EQ(run_state(run.run_id), "ok") << reply_of(run.run_id);
+  EXPECT_EQ(reply_of(run.run_id), fixture_answer(GetParam()))
+    << "the answer is the call's after the tools";
+  auto calls = fake_.calls();
+  ASSERT_EQ(calls.size(), 2u) << "one call for the tools, one after them";
+  // Both calls declared the node's tools.
+  for (auto& c : calls) {
+    EXPECT_NE(std::find(c.tools.begin(), c.tools.end(), "state_put"),
+              c.tools.end());
+    EXPECT_NE(std::find(c.tools.begin(), c.tools.end(), "notify"),
+              c.tools.end());
+  }
+  EXPECT_TRUE(calls[0].tool_results.empty());
+  // The second call carried the assistant's calls and their results, in
+  // the provider's shape (fake_model_server's read_tool_traffic).
+  auto& second = calls[1];
+  std::vector<std::string>
+    ids = GetParam() == "openai"
+            ? std::vector<std::string>{"call_k3Jb6ZzD1Yc0m2NnVt0aQpLs",
+                                       "call_Rw8uE4f0sPp9HhXx2LqGm7Td"}
+            : std::vector<std::string>{"toolu_01A09q90qw90lq917835lq9",
+                                       "toolu_01B7yN3kFqz2sE4cXw8pQm5R"};
+  EXPECT_EQ(second.tool_call_ids, ids);
+  ASSERT_EQ(second.tool_results.size(), 2u) << second.body;
+  EXPECT_EQ(second.tool_results[0].call_id, ids[0]);
+  EXPECT_EQ(second.tool_results[1].call_id, ids[1]);
+  for (auto& r : second.tool_results) {
+    EXPECT_FALSE(r.is_error) << r.content;
+    rapidjson::Document doc;
+    EXPECT_FALSE(json::parse(r.content, doc)) << "an ok result is its JSON";
+    EXPECT_EQ(r.content.find("Error"), std::string::npos) << r.content;
+  }
+  EXPECT_NE(second.tool_results[1].content.find("delivered"), std::string::npos)
+    << second.tool_results[1].content;
+  auto conv = messages_of(second);
+  if (GetParam() == "openai") {
+    // system, user, assistant with tool_calls, tool, tool
+    ASSERT_EQ(conv.size(), 5u) << second.body;
+    EXPECT_EQ(conv[2].first, "assistant");
+    EXPECT_EQ(conv[3].first, "tool");
+    EXPECT_EQ(conv[4].first, "tool");
+  } else {
+    // system, user, assistant's text and tool_use blocks, user's
+    // tool_result blocks
+    ASSERT_EQ(conv.size(), 4u) << second.body;
+    EXPECT_EQ(conv[2].first, "assistant");
+    EXPECT_NE(conv[2].second.find(R"("type":"tool_use")"), std::string::npos);
+    EXPECT_NE(conv[2].second.find("I'll note that."), std::string::npos);
+    EXPECT_EQ(conv[3].first, "user");
+    EXPECT_NE(conv[3].second.find(R"("type":"tool_result")"),
+              std::string::npos);
+  }
+  // state_put stored the value in the butler's store.
+  pqxx::connection conn{url_};
+  pqxx::nontransaction tx{conn};
+  auto row = tx.exec("SELECT value::text FROM butler_state WHERE butler = "
+                     "'general' AND scope = '' AND key = 'meds'");
+  ASSERT_EQ(row.size(), 1u);
+  EXPECT_EQ(row[0][0].as<std::string>(), R"(["aspirin"])");
+  // notify reached the asker through the outbox before the run's answer:
+  // the outbox held it when the second call began (the tool server
+  // answered "delivered" once the line was written), so before the run
+  // finished and its reply entered the transcript. A thread's reply goes
+  // to the transcript, not to the outbox.
+  auto outbox = read_file(dir_ + "/outbox.jsonl");
+  EXPECT_NE(outbox.find(R"("message":"noted")"), std::string::npos) << outbox;
+  EXPECT_NE(outbox.find(R"("intent":"reply")"), std::string::npos) << outbox;
+  EXPECT_EQ(outbox.find(fixture_answer(GetParam()).substr(0, 20)),
+            std::string::npos)
+    << "only the tool's message went through the outbox";
+}
+
+TEST_P(ModelHttp, ToolCallsPastMaxModelCallsEndTheRunWithAnError) {
+  fake_.push_tool_round(GetParam());
+  start(false, "max_model_calls = 1\n");
+  auto run = turn("t-limit", "l1", "remember that I take aspirin");
+  ASSERT_EQ(run.status, 200) << run.body;
+  ASSERT_TRUE(eventually(
+    [&] {
+      return finished(run.run_id);
+    },
+    30s));
+  EXPECT_EQ(run_state(run.run_id), "error");
+  auto reply = reply_of(run.run_id);
+  EXPECT_NE(reply.find("max_model_calls = 1"), std::string::npos) << reply;
+  EXPECT_EQ(fake_.call_count(), 1u);
+  pqxx::connection conn{url_};
+  pqxx::nontransaction tx{conn};
+  EXPECT_EQ(tx.exec("SELECT 1 FROM butler_state WHERE key = 'meds'").size(), 0u)
+    << "the pending calls are not made";
 }
 
 INSTANTIATE_TEST_SUITE_P(Kinds, ModelHttp,

@@ -12,6 +12,7 @@
 #include <thread>
 #include <utility>
 
+#include "runtime/json.hpp"
 #include "test/support/loopback_http.hpp"
 
 namespace butlers::test {
@@ -102,6 +103,51 @@ std::string chunk(const std::string& data) {
 
 } // namespace
 
+void read_tool_traffic(const std::string& api, fake_model_call& call) {
+  rapidjson::Document doc;
+  if (json::parse(call.body, doc) || !doc.IsObject())
+    return;
+  auto str = [](const rapidjson::Value& v, const char* name) {
+    return v.IsObject() && v.HasMember(name) && v[name].IsString()
+             ? std::string{v[name].GetString()}
+             : std::string{};
+  };
+  if (doc.HasMember("tools") && doc["tools"].IsArray())
+    for (auto& t : doc["tools"].GetArray())
+      call.tools.push_back(api == "openai" && t.HasMember("function")
+                             ? str(t["function"], "name")
+                             : str(t, "name"));
+  if (!doc.HasMember("messages") || !doc["messages"].IsArray())
+    return;
+  for (auto& m : doc["messages"].GetArray()) {
+    if (!m.IsObject())
+      continue;
+    auto role = str(m, "role");
+    if (api == "openai") {
+      if (role == "tool")
+        call.tool_results.push_back(
+          {str(m, "tool_call_id"), str(m, "content"), false});
+      if (role == "assistant" && m.HasMember("tool_calls")
+          && m["tool_calls"].IsArray())
+        for (auto& c : m["tool_calls"].GetArray())
+          call.tool_call_ids.push_back(str(c, "id"));
+      continue;
+    }
+    if (!m.HasMember("content") || !m["content"].IsArray())
+      continue;
+    for (auto& b : m["content"].GetArray()) {
+      auto type = str(b, "type");
+      if (type == "tool_use")
+        call.tool_call_ids.push_back(str(b, "id"));
+      if (type == "tool_result")
+        call.tool_results.push_back({str(b, "tool_use_id"), str(b, "content"),
+                                     b.HasMember("is_error")
+                                       && b["is_error"].IsBool()
+                                       && b["is_error"].GetBool()});
+    }
+  }
+}
+
 std::vector<std::string> model_fixture_events(const std::string& api,
                                               const std::string& file) {
   std::ifstream in{std::string{BUTLERS_MODEL_FIXTURES} + "/" + api + "/" + file,
@@ -144,6 +190,15 @@ void fake_model_server::push(fake_model_reply r) {
   st_->queue.push_back(std::move(r));
 }
 
+void fake_model_server::push_tool_round(const std::string& api,
+                                        std::string fixture) {
+  fake_model_reply r;
+  r.fixture = !fixture.empty()  ? std::move(fixture)
+              : api == "openai" ? "tool_calls_butler.sse"
+                                : "tool_use_butler.sse";
+  push(std::move(r));
+}
+
 void fake_model_server::set_default(fake_model_reply r) {
   std::lock_guard<std::mutex> guard{st_->mtx};
   st_->fallback = std::move(r);
@@ -170,6 +225,8 @@ void fake_model_server::serve(loopback_connection& conn) {
       call.api = "openai";
     else if (call.path == "/v1/messages")
       call.api = "anthropic";
+    if (!call.api.empty())
+      read_tool_traffic(call.api, call);
     fake_model_reply reply;
     size_t index;
     {

@@ -11,6 +11,13 @@
 // enough to steer or cancel), with a status (429 with Retry-After, 500),
 // or with a stream cut mid-answer (the connection closes before the
 // stream's end).
+//
+// Tool calling: a reply whose fixture streams tool calls
+// (`tool_calls_butler.sse`, `tool_use_butler.sse`, see
+// `push_tool_round`) makes the model ask for tools; the next request
+// should carry their results, which the fake reads out of it in the
+// provider's shape (`fake_model_call::tool_results`), along with the
+// tools the request declared.
 
 #include <chrono>
 #include <cstddef>
@@ -52,6 +59,15 @@ struct fake_model_reply {
   std::string headers;
 };
 
+/// A tool result a request carried: OpenAI `{"role":"tool",
+/// "tool_call_id", "content"}`, Anthropic `{"type":"tool_result",
+/// "tool_use_id", "content", "is_error"}` in a user message.
+struct fake_tool_result {
+  std::string call_id;
+  std::string content;
+  bool is_error = false;
+};
+
 /// One request as the fake saw it, and how its reply ended.
 struct fake_model_call {
   /// "openai" or "anthropic" (from the path); "" for any other path
@@ -62,6 +78,13 @@ struct fake_model_call {
   /// Names lower-cased.
   std::map<std::string, std::string> headers;
   std::string body;
+  /// The names of the tools the request declared (`tools[]`).
+  std::vector<std::string> tools;
+  /// The ids of the tool calls of the assistant turns in the request
+  /// (OpenAI `tool_calls[].id`, Anthropic `tool_use` blocks), in order.
+  std::vector<std::string> tool_call_ids;
+  /// The tool results the request carried, in order.
+  std::vector<fake_tool_result> tool_results;
   std::chrono::steady_clock::time_point received;
   /// The reply ended: written whole, cut, or the client went away.
   bool ended = false;
@@ -71,6 +94,10 @@ struct fake_model_call {
   /// Events written.
   size_t events_sent = 0;
 };
+
+/// Reads the tools, tool calls and tool results out of a request body of
+/// `api` ("openai" or "anthropic") into `call`.
+void read_tool_traffic(const std::string& api, fake_model_call& call);
 
 /// The events of a fixture, each with its terminating blank line.
 std::vector<std::string> model_fixture_events(const std::string& api,
@@ -88,6 +115,12 @@ class fake_model_server {
 
   /// Answers the next call so (replies queue up, first in first out).
   void push(fake_model_reply r);
+
+  /// Queues a reply that asks for tools: the API's fixture of tool calls
+  /// (`tool_calls_butler.sse` for openai, `tool_use_butler.sse` for
+  /// anthropic, or `fixture`). What follows answers with text (the
+  /// default) unless more is queued.
+  void push_tool_round(const std::string& api, std::string fixture = {});
 
   /// How calls are answered when nothing is queued (default: the
   /// fixture at once).

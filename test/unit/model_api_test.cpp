@@ -135,6 +135,142 @@ TEST(model_request, anthropic_messages_with_a_top_level_system_prompt) {
   EXPECT_STREQ(m[1]["role"].GetString(), "assistant");
 }
 
+/// A conversation where the assistant called two tools: one answered, one
+/// refused.
+std::vector<chat_message> tool_conversation() {
+  std::vector<chat_message> out{{"user", "remember my meds"}};
+  chat_message turn{"assistant", ""};
+  turn.tool_calls = {{"call_1", "state_put", R"({"key":"meds","value":[1]})"},
+                     {"call_2", "notify", ""}};
+  out.push_back(turn);
+  chat_message results{"tool", ""};
+  results.tool_results = {{"call_1", R"({"version":1})", false},
+                          {"call_2", "message is required", true}};
+  out.push_back(results);
+  return out;
+}
+
+const std::vector<model_tool> some_tools{
+  {"state_get", "Reads a key.",
+   R"({"type":"object","properties":{"key":{"type":"string"}}})"},
+};
+
+TEST(model_request, openai_declares_tools_and_carries_calls_and_results) {
+  model_call_settings s;
+  s.api = model_api::openai;
+  s.base_url = "http://127.0.0.1:1";
+  s.model = "m";
+  s.tools = some_tools;
+  auto doc = body_of(build_model_request(s, tool_conversation()));
+  auto& t = doc["tools"];
+  ASSERT_EQ(t.Size(), 1u);
+  EXPECT_STREQ(t[0]["type"].GetString(), "function");
+  EXPECT_STREQ(t[0]["function"]["name"].GetString(), "state_get");
+  EXPECT_STREQ(t[0]["function"]["description"].GetString(), "Reads a key.");
+  EXPECT_STREQ(t[0]["function"]["parameters"]["type"].GetString(), "object");
+  auto& m = doc["messages"];
+  ASSERT_EQ(m.Size(), 4u) << "user, assistant, one tool message per call";
+  EXPECT_STREQ(m[1]["role"].GetString(), "assistant");
+  EXPECT_TRUE(m[1]["content"].IsNull()) << "no text: content null";
+  auto& calls = m[1]["tool_calls"];
+  ASSERT_EQ(calls.Size(), 2u);
+  EXPECT_STREQ(calls[0]["id"].GetString(), "call_1");
+  EXPECT_STREQ(calls[0]["type"].GetString(), "function");
+  EXPECT_STREQ(calls[0]["function"]["name"].GetString(), "state_put");
+  EXPECT_STREQ(calls[0]["function"]["arguments"].GetString(),
+               R"({"key":"meds","value":[1]})")
+    << "arguments stay a JSON string";
+  EXPECT_STREQ(calls[1]["function"]["arguments"].GetString(), "{}");
+  EXPECT_STREQ(m[2]["role"].GetString(), "tool");
+  EXPECT_STREQ(m[2]["tool_call_id"].GetString(), "call_1");
+  EXPECT_STREQ(m[2]["content"].GetString(), R"({"version":1})");
+  EXPECT_STREQ(m[3]["tool_call_id"].GetString(), "call_2");
+  EXPECT_STREQ(m[3]["content"].GetString(), "Error: message is required");
+  s.tools.clear();
+  EXPECT_FALSE(body_of(build_model_request(s, conversation)).HasMember("tools"))
+    << "no tools, no declaration";
+}
+
+TEST(model_request, anthropic_declares_tools_and_carries_calls_and_results) {
+  model_call_settings s;
+  s.api = model_api::anthropic;
+  s.base_url = "http://127.0.0.1:1";
+  s.model = "m";
+  s.tools = some_tools;
+  auto conv = tool_conversation();
+  conv[1].content = "Noting it.";
+  auto doc = body_of(build_model_request(s, conv));
+  auto& t = doc["tools"];
+  ASSERT_EQ(t.Size(), 1u);
+  EXPECT_STREQ(t[0]["name"].GetString(), "state_get");
+  EXPECT_STREQ(t[0]["description"].GetString(), "Reads a key.");
+  EXPECT_STREQ(t[0]["input_schema"]["type"].GetString(), "object");
+  auto& m = doc["messages"];
+  ASSERT_EQ(m.Size(), 3u);
+  auto& blocks = m[1]["content"];
+  ASSERT_EQ(blocks.Size(), 3u) << "the text, then a tool_use per call";
+  EXPECT_STREQ(blocks[0]["type"].GetString(), "text");
+  EXPECT_STREQ(blocks[0]["text"].GetString(), "Noting it.");
+  EXPECT_STREQ(blocks[1]["type"].GetString(), "tool_use");
+  EXPECT_STREQ(blocks[1]["id"].GetString(), "call_1");
+  EXPECT_STREQ(blocks[1]["name"].GetString(), "state_put");
+  EXPECT_STREQ(blocks[1]["input"]["key"].GetString(), "meds")
+    << "input is an object";
+  EXPECT_TRUE(blocks[2]["input"].IsObject());
+  EXPECT_STREQ(m[2]["role"].GetString(), "user");
+  auto& results = m[2]["content"];
+  ASSERT_EQ(results.Size(), 2u);
+  EXPECT_STREQ(results[0]["type"].GetString(), "tool_result");
+  EXPECT_STREQ(results[0]["tool_use_id"].GetString(), "call_1");
+  EXPECT_STREQ(results[0]["content"].GetString(), R"({"version":1})");
+  EXPECT_FALSE(results[0]["is_error"].GetBool());
+  EXPECT_STREQ(results[1]["content"].GetString(), "message is required");
+  EXPECT_TRUE(results[1]["is_error"].GetBool());
+}
+
+TEST(model_stream, openai_tool_calls_are_assembled_by_index) {
+  auto p = parse(model_api::openai,
+                 joined(test::model_fixture_events("openai",
+                                                   "tool_calls_stream.sse")));
+  EXPECT_EQ(p.state.text, "");
+  EXPECT_EQ(p.deltas, "") << "tool arguments are not deltas of the answer";
+  EXPECT_EQ(p.state.stop_reason, "tool_calls");
+  EXPECT_TRUE(p.complete);
+  ASSERT_EQ(p.state.tool_calls.size(), 2u);
+  EXPECT_EQ(p.state.tool_calls[0].id, "call_DdmO9pD3xa9XTPNJ32zg2hcA");
+  EXPECT_EQ(p.state.tool_calls[0].name, "get_weather");
+  EXPECT_EQ(p.state.tool_calls[0].arguments, R"({"location":"Paris, France"})");
+  EXPECT_EQ(p.state.tool_calls[1].id, "call_ABCDEFGHIJKLMNOPQRSTUVWX");
+  EXPECT_EQ(p.state.tool_calls[1].arguments,
+            "{\"location\":\"Bogot\xc3\xa1, Colombia\"}");
+  EXPECT_EQ(p.state.output_tokens, 51u);
+}
+
+TEST(model_stream, anthropic_tool_use_blocks_collect_their_input) {
+  auto p = parse(model_api::anthropic,
+                 joined(test::model_fixture_events("anthropic",
+                                                   "tool_use_stream.sse")));
+  EXPECT_EQ(p.state.text,
+            "Okay, let's check the weather for San Francisco, CA:");
+  EXPECT_EQ(p.deltas, p.state.text);
+  EXPECT_EQ(p.state.stop_reason, "tool_use");
+  EXPECT_TRUE(p.complete);
+  ASSERT_EQ(p.state.tool_calls.size(), 1u);
+  EXPECT_EQ(p.state.tool_calls[0].id, "toolu_01T1x1fJ34qAmk2tNTrN7Up6");
+  EXPECT_EQ(p.state.tool_calls[0].name, "get_weather");
+  EXPECT_EQ(p.state.tool_calls[0].arguments,
+            R"({"location": "San Francisco, CA", "unit": "fahrenheit"})");
+  auto b = parse(model_api::anthropic,
+                 joined(test::model_fixture_events("anthropic",
+                                                   "tool_use_butler.sse")));
+  ASSERT_EQ(b.state.tool_calls.size(), 2u);
+  EXPECT_EQ(b.state.tool_calls[0].name, "state_put");
+  EXPECT_EQ(b.state.tool_calls[0].arguments,
+            R"({"key": "meds","value": ["aspirin"]})");
+  EXPECT_EQ(b.state.tool_calls[1].name, "notify");
+  EXPECT_EQ(b.state.tool_calls[1].arguments, R"({"message": "noted"})");
+}
+
 TEST(model_stream, openai_fixture_gives_text_usage_and_the_end) {
   auto p = parse(model_api::openai,
                  joined(
@@ -217,10 +353,14 @@ TEST(model_stream, every_fixture_reads_the_same_split_at_every_byte) {
     auto files = api == model_api::openai
                    ? std::vector<std::string>{"chat_stream.sse",
                                               "llama_server.sse",
-                                              "stream_error.sse"}
+                                              "stream_error.sse",
+                                              "tool_calls_stream.sse",
+                                              "tool_calls_butler.sse"}
                    : std::vector<std::string>{"messages_stream.sse",
                                               "cache_usage.sse",
-                                              "stream_error.sse"};
+                                              "stream_error.sse",
+                                              "tool_use_stream.sse",
+                                              "tool_use_butler.sse"};
     for (auto& f : files) {
       auto text = joined(test::model_fixture_events(dir, f));
       auto whole = parse(api, text);
@@ -232,6 +372,14 @@ TEST(model_stream, every_fixture_reads_the_same_split_at_every_byte) {
         ASSERT_EQ(p.state.input_tokens, whole.state.input_tokens);
         ASSERT_EQ(p.complete, whole.complete) << f << " at " << at;
         ASSERT_EQ(p.state.error, whole.state.error);
+        ASSERT_EQ(p.state.tool_calls.size(), whole.state.tool_calls.size());
+        for (size_t i = 0; i < p.state.tool_calls.size(); ++i) {
+          ASSERT_EQ(p.state.tool_calls[i].id, whole.state.tool_calls[i].id);
+          ASSERT_EQ(p.state.tool_calls[i].name, whole.state.tool_calls[i].name);
+          ASSERT_EQ(p.state.tool_calls[i].arguments,
+                    whole.state.tool_calls[i].arguments)
+            << f << " at " << at;
+        }
       }
     }
   }
