@@ -29,6 +29,9 @@ packages=(
   openssl
   # the dashboard browser test (headless, over the DevTools pipe)
   chromium
+  # the MCP conformance test runs the official TypeScript SDK's client
+  # (test/mcp, installed from the npm registry by the test; test-only)
+  nodejs
 )
 
 missing=()
@@ -38,6 +41,12 @@ for p in "${packages[@]}"; do
     missing+=("$p")
   fi
 done
+
+# npm comes with some builds of nodejs (NodeSource's) and is a package of
+# its own in Debian's.
+if ! command -v npm >/dev/null; then
+  missing+=(npm)
+fi
 
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
