@@ -46,7 +46,7 @@ struct connector_state {
   uint32_t in_flight = 0;
   /// The stop signal of the source; raised when this actor ends.
   std::shared_ptr<connector_stop> stop;
-  /// Test only (README "Connectors", fault point): with
+  /// Test only (actors/README.md "Connectors", fault point): with
   /// `BUTLERS_FAULT=connector_after_commit` (or `...=N`) the process
   /// SIGKILLs itself right after the first (N-th) commit this connector
   /// sees, before the webhook or the source hears of it: the window between

@@ -16,9 +16,9 @@
 
 namespace butlers {
 
-/// The HTTP routes that feed connectors (README "Connectors"), checked and
-/// mapped on the HTTP thread, then handed to the connector actor (its
-/// in-flight limit, its metrics, the switchboard's ingest path), whose
+/// The HTTP routes that feed connectors (actors/README.md "Connectors"),
+/// checked and mapped on the HTTP thread, then handed to the connector actor
+/// (its in-flight limit, its metrics, the switchboard's ingest path), whose
 /// answer after the commit completes the response:
 ///
 /// - `POST /v1/connectors/{name}/webhook`, a `telegram` connector in

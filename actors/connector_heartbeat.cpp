@@ -1,4 +1,4 @@
-// An in-process connector's heartbeat (README "Connector health and
+// An in-process connector's heartbeat (actors/README.md "Connector health and
 // statistics"): the envelope an out-of-process connector would POST, checked
 // by the same parser and queued on the same actor.
 

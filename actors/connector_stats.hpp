@@ -1,6 +1,6 @@
 #pragma once
 
-// Connector heartbeats and statistics (README "Connector health and
+// Connector heartbeats and statistics (actors/README.md "Connector health and
 // statistics"): see `connector_stats_actor` in actors/interfaces.hpp.
 
 #include <chrono>

@@ -1,7 +1,7 @@
 #pragma once
 
-// Connector health and statistics over HTTP (README "Connector health and
-// statistics"; spec 001 §17.5–§17.7): the heartbeat endpoint, the rollup
+// Connector health and statistics over HTTP (actors/README.md; spec 001
+// §17.5–§17.7): the heartbeat endpoint, the rollup
 // endpoint for operators and tests, and the dashboard API's connector
 // endpoints (ApiResponse / PaginatedResponse, runtime/api_response.hpp).
 // Nothing here knows restinio; the HTTP server routes to it.

@@ -12,8 +12,8 @@
 
 namespace butlers {
 
-/// The web dashboard (README "Dashboard"): its shell and the `/api/...`
-/// endpoints it reads.
+/// The web dashboard (runtime/dashboard/README.md): its shell and the
+/// `/api/...` endpoints it reads.
 ///
 /// - `GET /`, `GET /assets/{file}`: the static shell, compiled into the
 ///   binary, open without the token: it holds no data (every number comes

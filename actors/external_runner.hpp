@@ -5,7 +5,7 @@
 // but starts no session; the items wait for workers outside the node,
 // which take them over HTTP (recv with a visibility timeout; ack, nack and
 // extend under the token of their delivery). See runtime/worker_queue.hpp
-// for the rules and README "Writing a butler in any language".
+// for the rules and actors/README.md "Writing a butler in any language".
 
 #include <memory>
 

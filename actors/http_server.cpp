@@ -807,8 +807,8 @@ const http_route_table<http_server::impl::handler>& http_server::impl::
     {m::get, "/v1/events/summary", token, on_server<&impl::events_summary>},
     {m::any, "/v1/events/summary", token,
      on_server<&impl::events_wrong_method>},
-    // dashboard: the web dashboard and the /api it reads (README
-    // "Dashboard"); the shell holds no data, so it is open.
+    // dashboard: the web dashboard and the /api it reads
+    // (runtime/dashboard/README.md); the shell holds no data, so it is open.
     {m::get, "/", open, on_dashboard<&dashboard_api::file>},
     {m::get, "/index.html", open, on_dashboard<&dashboard_api::file>},
     {m::get, "/assets/{file}", open, on_dashboard<&dashboard_api::file>},

@@ -15,7 +15,7 @@ namespace butlers {
 
 /// The node's HTTP surface (restinio on its own asio threads, answering
 /// asynchronously so a request waiting on an actor holds no thread): the
-/// API of README's "HTTP API", one row per route in the table of
+/// API of actors/README.md "HTTP API", one row per route in the table of
 /// http_server.cpp. Binds loopback unless a token is configured (checked by
 /// config validation); when a token is set every path except the health
 /// probes requires `Authorization: Bearer <token>`.

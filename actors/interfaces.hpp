@@ -163,7 +163,7 @@ using switchboard_actor = caf::typed_actor<
 // ----------------------------------------------------------------
 
 /// One per enabled `[[connector]]` on a node that runs the switchboard
-/// (README "Connectors"): the connector's in-flight limit
+/// (actors/README.md "Connectors"): the connector's in-flight limit
 /// (`max_in_flight`), its metrics (`connector="<name>"`), and its way into
 /// the canonical ingest path: every envelope it takes goes to the
 /// switchboard's `ingest_atom`, the same admission, dedupe and "answer only
@@ -199,7 +199,7 @@ using connector_runner_actor = caf::typed_actor<
 // -- connector health and statistics (issue 26, h-conn)
 // -------------------------------------------------------------------
 
-/// Connector heartbeats and statistics (README "Connector health and
+/// Connector heartbeats and statistics (actors/README.md "Connector health and
 /// statistics"): the bounded queue between a heartbeat (POSTed, or sent by
 /// an in-process connector) and its write through the inbox writer, and
 /// the rollups, run by cron (hourly at minute 5, daily at 00:15 UTC) or on
@@ -356,7 +356,7 @@ using cluster_actor = cluster_peer_actor::extend<
 // -- tools
 // ---------------------------------------------------------------------
 
-/// The node's tool server (README "Give your butler tools"): carries out
+/// The node's tool server (runtime/tools.md): carries out
 /// the tool calls of this node's sessions, whether they come over MCP
 /// (actors/mcp_api.hpp), from an HTTP model's tool calling or from the
 /// scripted runtime. Every call names its capability token; the scope

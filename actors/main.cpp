@@ -5,7 +5,7 @@
 //   butlers-node migrate --config FILE   apply the embedded migrations
 //   butlers-node replay --config FILE --request ID --who W --why TEXT
 //
-// Exit codes: see actors/node.hpp (and the README).
+// Exit codes: see actors/node.hpp (and actors/README.md).
 
 #include <cstdio>
 #include <iostream>

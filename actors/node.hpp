@@ -6,7 +6,8 @@
 
 namespace butlers {
 
-/// Process exit codes of `butlers-node` (documented in the README).
+/// Process exit codes of `butlers-node` (documented in actors/README.md,
+/// "Shutdown and exit codes").
 enum exit_code : int {
   /// Clean run and shutdown.
   exit_ok = 0,

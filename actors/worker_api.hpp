@@ -10,8 +10,8 @@
 
 namespace butlers {
 
-/// The HTTP routes of external workers (README "Writing a butler in any
-/// language"), checked on the HTTP thread, then handed to the butler (its
+/// The HTTP routes of external workers (actors/README.md "Writing a butler in
+/// any language"), checked on the HTTP thread, then handed to the butler (its
 /// external runner answers; others answer 409):
 ///
 /// - `POST /v1/butlers/{name}/work/recv` `{max, visibility_ms, wait_ms}`:

@@ -257,7 +257,7 @@ struct runtime_config {
   bool stream_reply = false;
   /// Tool calls the session makes, in order, after its turns and before
   /// its reply: each a JSON object `{"name": TOOL, "arguments": {...}}`
-  /// (README "Give your butler tools"). Their results are in the session's
+  /// (runtime/tools.md). Their results are in the session's
   /// result. Default empty.
   std::vector<std::string> tool_calls;
   // -- scripted and model runtimes
@@ -556,8 +556,8 @@ struct cluster_config {
 
 // -- connector health and statistics (issue 26, h-conn) ---------------------
 
-/// `[connectors]`: connector heartbeats and statistics (README "Connector
-/// health and statistics"; spec 001 §17.5–§17.6).
+/// `[connectors]`: connector heartbeats and statistics (actors/README.md
+/// "Connector health and statistics"; spec 001 §17.5–§17.6).
 struct connectors_config {
   /// Seconds between the heartbeats of each in-process `[[connector]]`;
   /// 0 turns them off. Default 30, range 0..3600.
@@ -571,8 +571,8 @@ struct connectors_config {
   bool rollups = true;
 };
 
-/// `[tools]`: the tool server of butler sessions (README "Give your butler
-/// tools", actors/tool_server.hpp).
+/// `[tools]`: the tool server of butler sessions (runtime/tools.md,
+/// actors/tool_server.hpp).
 struct tool_settings {
   /// The MCP endpoint sessions are given; "" (default) means
   /// http://127.0.0.1:<http.port>/mcp.

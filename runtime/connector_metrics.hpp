@@ -6,8 +6,9 @@
 
 namespace butlers {
 
-/// The metrics of one connector, labelled `connector="<name>"` (README
-/// "Metrics"). Every member is created in the registry once and shared by
+/// The metrics of one connector, labelled `connector="<name>"`
+/// (runtime/README.md "Metrics"). Every member is created in the registry
+/// once and shared by
 /// whoever counts for the connector: its actor, its source's thread, the
 /// HTTP threads of its routes. Safe from any thread.
 struct connector_metrics {

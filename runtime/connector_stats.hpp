@@ -1,7 +1,7 @@
 #pragma once
 
-// Connector health and statistics (spec 001 §17.5–§17.7; README "Connector
-// health and statistics"), the parts without actors: liveness from
+// Connector health and statistics (spec 001 §17.5–§17.7; actors/README.md
+// "Connector health and statistics"), the parts without actors: liveness from
 // heartbeat age, the stats periods, the rollup kinds and their named
 // statements, and the `connector.heartbeat.v1` envelope turned into the
 // statement that stores it. The counter deltas are computed in SQL
@@ -57,7 +57,8 @@ std::optional<stats_period> parse_stats_period(
 
 // -- rollups ------------------------------------------------------------------
 
-/// What a rollup run does (README "Connector health and statistics").
+/// What a rollup run does (actors/README.md "Connector health and
+/// statistics").
 enum class rollup_kind : uint8_t {
   /// connector_stats_hourly for the hour containing `at` (partitions of the
   /// heartbeat log are ensured first).

@@ -1,6 +1,6 @@
 #pragma once
 
-// The web dashboard's pieces that need no actor (README "Dashboard"): its
+// The web dashboard's pieces that need no actor (runtime/dashboard/): its
 // static files, compiled into the binary from runtime/dashboard/ and served
 // with their type, an ETag and a strict Content-Security-Policy; the query
 // parameters of its list endpoints; the `{"data":...,"meta":{...}}` wrappers

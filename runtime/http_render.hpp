@@ -177,7 +177,7 @@ http_reply run_cancel_reply(uint32_t n);
 http_reply read_reply(const named_result& r, butlers_errc missing_code,
                       const std::string& missing);
 
-// -- connectors (README "Connectors") -----------------------------------------
+// -- connectors (actors/README.md "Connectors") -------------------------------
 
 /// 404 for a connector route naming no enabled connector of that kind on
 /// this node (`what`: "telegram webhook", "http").

@@ -1,6 +1,6 @@
 #pragma once
 
-// The `jsonl` connector (README "Connectors"): replays a file of `ingest.v1`
+// The `jsonl` connector (actors/README.md): replays a file of `ingest.v1`
 // envelopes, one per line, then watches it for appended lines. Where it
 // stopped (the line number and the byte offset after the last line whose
 // commit it saw) is a checkpoint in PostgreSQL, stored after each commit,

@@ -1,6 +1,6 @@
 #pragma once
 
-// The `telegram` connector in `mode = "poll"` (README "Connect Telegram"):
+// The `telegram` connector in `mode = "poll"` (runtime/telegram.md):
 // long-polls `getUpdates` (the three kinds it takes as `allowed_updates`)
 // through the shared HTTP client, maps each Update to ingest.v1
 // (runtime/telegram_update.hpp) and submits a batch's envelopes in order.

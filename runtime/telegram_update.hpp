@@ -1,7 +1,7 @@
 #pragma once
 
 // A Telegram Update (https://core.telegram.org/bots/api#update) as the
-// `ingest.v1` envelope a connector submits (README "Connect Telegram"):
+// `ingest.v1` envelope a connector submits (actors/README.md "Connectors"):
 //
 // - kinds `message`, `edited_message`, `channel_post` become an envelope;
 //   every other kind (callback_query, my_chat_member, ...) is ignored;

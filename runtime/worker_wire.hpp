@@ -1,7 +1,7 @@
 #pragma once
 
-// The worker API of external butlers (README "Writing a butler in any
-// language") as the node reads and writes it: the request bodies of recv,
+// The worker API of external butlers (actors/README.md "Writing a butler in
+// any language") as the node reads and writes it: the request bodies of recv,
 // ack, nack and extend, the call that carries one of them to the butler,
 // and the butler's answer. Pure logic, no actors.
 

@@ -513,6 +513,10 @@ int run_cli(int argc, char** argv) {
   CLI::App app{"butlers-client: feed a butlers node (ordered, retried, "
                "optionally spooled)"};
   app.require_subcommand(1);
+  // The common options may stand before or after the subcommand: an option
+  // a subcommand does not know falls through to the app (subcommands added
+  // below inherit this).
+  app.fallthrough();
   common_args a;
   add_common(app, a);
 

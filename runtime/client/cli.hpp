@@ -1,7 +1,7 @@
 #pragma once
 
-// butlers-client: the command line on the client library (README "Feeding
-// a node from your program"). Exit codes are `cli_exit`.
+// butlers-client: the command line on the client library
+// (runtime/client/README.md). Exit codes are `cli_exit`.
 
 namespace butlers::client {
 

@@ -1,9 +1,9 @@
 #pragma once
 
-// `butlers-client worker`: a worker of an external butler (README "Writing a
-// butler in any language") that runs a command per work item. It takes
-// items with POST /v1/butlers/{name}/work/recv (long poll), runs the command
-// with the route.v1 envelope on stdin (runtime/subprocess), extends the
+// `butlers-client worker`: a worker of an external butler (actors/README.md
+// "Writing a butler in any language") that runs a command per work item. It
+// takes items with POST /v1/butlers/{name}/work/recv (long poll), runs the
+// command with the route.v1 envelope on stdin (runtime/subprocess), extends the
 // item's visibility while the command runs, and acks on exit 0 (the answer
 // is the command's stdout: a route_response.v1 document, else the reply
 // text) or nacks otherwise. No CAF; talks through the client's `transport`.

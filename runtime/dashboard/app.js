@@ -1,7 +1,7 @@
 // The Butlers dashboard: a single page of hash routes over the node's /api
 // and /v1 endpoints. Plain JavaScript, no build step, nothing from the
 // network but the node. Everything shown is built with textContent (never
-// innerHTML), so no data can become markup. See README "Dashboard".
+// innerHTML), so no data can become markup. See README.md here.
 "use strict";
 
 (function () {

@@ -1,4 +1,4 @@
--- One connector.heartbeat.v1 (README "Connector health and statistics"):
+-- One connector.heartbeat.v1 (actors/README.md, connector health):
 -- registers an unknown (connector_type, endpoint_identity), appends to the
 -- heartbeat log with the counter deltas since the connector's previous
 -- heartbeat (connector_counter_delta: a restart counts from zero), and

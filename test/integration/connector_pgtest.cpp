@@ -118,7 +118,8 @@ class Connectors : public node_fixture {
            + bot + "\"\n";
   }
 
-  /// The webhook's secret from the environment, as README suggests.
+  /// The webhook's secret from the environment, as runtime/telegram.md
+  /// suggests.
   static std::map<std::string, std::string> webhook_env() {
     return {{"BUTLERS_CONNECTOR_TG_SECRET_TOKEN", secret}};
   }

@@ -1,4 +1,4 @@
-// Connector health and statistics (README "Connector health and
+// Connector health and statistics (actors/README.md "Connector health and
 // statistics") against a real node process, real PostgreSQL and real HTTP
 // over loopback: heartbeats posted to POST /v1/connectors/heartbeat,
 // liveness derived by the real query, counter deltas across a restart,

@@ -1,5 +1,5 @@
-// The web dashboard end to end (README "Dashboard"): a real node on the real
-// PostgreSQL, driven by headless Chromium over the DevTools protocol
+// The web dashboard end to end (runtime/dashboard/README.md): a real node on
+// the real PostgreSQL, driven by headless Chromium over the DevTools protocol
 // (test/support/cdp_client.hpp). Each page loads at desktop and at phone
 // width without console errors or exceptions, shows what the API says, and
 // the Replay button replays a dead-lettered request with an audited

@@ -4,7 +4,7 @@
 // processes: it writes each node's configuration from fragments, picks free
 // loopback ports, starts N `butlers-node` processes sharing one PostgreSQL
 // database, waits until each is ready, and can SIGKILL and restart any of
-// them. See README.md "Testing your butlers on a cluster".
+// them. See test/README.md "Testing your butlers on a cluster".
 
 #include <chrono>
 #include <cstdint>
