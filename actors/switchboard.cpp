@@ -630,12 +630,14 @@ void plan_and_claim(switchboard_ptr self, inbox_ref ref,
                   self->request(st.writer, local_call, claim_atom_v, ref)
                     .then(
                       [self, ps, ref](claim_result& claim) {
-                        ps->claimed(claim.claimed ? std::optional{claim}
-                                                  : std::nullopt);
+                        if (claim.claimed)
+                          ps->claimed(std::move(claim));
+                        else
+                          ps->unclaimed();
                         settle(self, ref, *ps);
                       },
                       [self, ps, ref](const caf::error&) {
-                        ps->claimed(std::nullopt);
+                        ps->unclaimed();
                         settle(self, ref, *ps);
                       });
                   self

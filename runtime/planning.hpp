@@ -54,6 +54,13 @@ class claim_and_plan {
     claim_ = std::move(claim);
   }
 
+  /// The claim was refused or failed. (Not `claimed(std::nullopt)`: GCC 12
+  /// at -O1 takes the empty optional's payload for uninitialized.)
+  void unclaimed() {
+    claim_known_ = true;
+    claim_.reset();
+  }
+
   void planned(named_result rows) {
     rows_ = std::move(rows);
   }
