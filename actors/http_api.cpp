@@ -4,6 +4,7 @@
 
 #include "actors/http_bridge.hpp"
 #include "runtime/http_checks.hpp"
+#include "runtime/thread_list.hpp"
 #include "runtime/threads.hpp"
 
 namespace butlers {
@@ -223,6 +224,65 @@ void http_api::thread_cancel(const http_call&, http_responder& out,
     return out.now(no_directory_reply(ctx_->status.database_configured));
   relay<uint32_t>(sys_, timeout(), out.later(), dir, thread_cancel_reply,
                   cancel_atom_v, id, std::string{});
+}
+
+void http_api::threads_list(const http_call& call, http_responder& out,
+                            const path_params&) {
+  thread_page_query q;
+  if (auto bad = parse_thread_page_query(call.query, q))
+    return out.now(std::move(*bad));
+  auto hdl = reader();
+  if (!hdl)
+    return out.now(no_reader_reply());
+  relay<named_result>(
+    sys_, timeout(), out.later(), hdl,
+    [q](const named_result& r) {
+      if (!r.ok)
+        return error_reply(butlers_errc::internal_error,
+                           "thread list query failed");
+      return json_reply(200, thread_page_json(r.rows, q));
+    },
+    read_atom_v, named_statement{"thread_list", thread_list_params(q)});
+}
+
+void http_api::thread_get(const http_call&, http_responder& out,
+                          const path_params& p) {
+  auto id = std::string{p["id"]};
+  if (!valid_thread_id(id))
+    return out.now(bad_thread_id_reply());
+  auto rd = reader();
+  if (!rd)
+    return out.now(no_reader_reply());
+  auto& sys = sys_;
+  auto t = timeout();
+  // The live actor first, then the database: the cursor read last is at
+  // least as new as the runs the actor named.
+  auto read_db = [&sys, t, rd, id,
+                  answer = out.later()](std::optional<thread_live> live) {
+    relay<named_result>(
+      sys, t, answer, rd,
+      [id, live](const named_result& r) {
+        if (!r.ok)
+          return error_reply(butlers_errc::internal_error,
+                             "thread query failed");
+        if (r.rows.empty())
+          return error_reply(butlers_errc::not_found, "no thread " + id);
+        return json_reply(200, thread_snapshot_json(r.rows[0], live));
+      },
+      read_atom_v, named_statement{"thread_get", {id}});
+  };
+  auto dir = directory();
+  if (!dir)
+    return read_db(std::nullopt);
+  bridge<thread_live>(
+    sys, dir, t,
+    [read_db](thread_live& live) {
+      read_db(std::move(live));
+    },
+    [read_db](const caf::error&) {
+      read_db(std::nullopt);
+    },
+    snapshot_atom_v, id);
 }
 
 void http_api::thread_transcript(const http_call& call, http_responder& out,

@@ -116,6 +116,16 @@ class http_api {
   void thread_cancel(const http_call& call, http_responder& out,
                      const path_params& p);
 
+  /// GET /v1/threads?limit=N&cursor=C: a page of threads, newest first by
+  /// their last message (read through the node's reader).
+  void threads_list(const http_call& call, http_responder& out,
+                    const path_params& p);
+
+  /// GET /v1/threads/{id}: the thread's digest, its runs (from its live
+  /// actor on this node, else from the database) and its last cursor.
+  void thread_get(const http_call& call, http_responder& out,
+                  const path_params& p);
+
   /// GET /v1/threads/{id}/transcript?after=CURSOR&limit=N: gap backfill.
   void thread_transcript(const http_call& call, http_responder& out,
                          const path_params& p);

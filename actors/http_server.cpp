@@ -768,6 +768,8 @@ const http_route_table<http_server::impl::handler>& http_server::impl::
      on_worker<&worker_api::item>},
     {m::any, "/v1/butlers", token, on_api<&http_api::butlers_other>},
     {m::any, "/v1/butlers/{rest...}", token, on_api<&http_api::butlers_other>},
+    {m::get, "/v1/threads", token, on_api<&http_api::threads_list>},
+    {m::get, "/v1/threads/{id}", token, on_api<&http_api::thread_get>},
     {m::post, "/v1/threads/{id}/turns", token,
      on_api<&http_api::thread_turn_post>},
     {m::post, "/v1/threads/{id}/cancel", token,

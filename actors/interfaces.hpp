@@ -393,6 +393,9 @@ using thread_actor = caf::typed_actor<
   caf::replies_to<idle_atom>::with<int64_t>,
   /// The directory removed this thread: quit.
   caf::reacts_to<retire_atom>,
+  /// Its runs as they are now and its undecided turns (GET
+  /// /v1/threads/{id}).
+  caf::replies_to<snapshot_atom>::with<thread_live>,
   /// A run's session applied steer inputs at a boundary.
   caf::reacts_to<steer_atom, steer_applied>,
   /// Text a run's session streamed (work id, coalesced delta): published
@@ -419,6 +422,9 @@ using thread_directory_actor = caf::typed_actor<
   caf::replies_to<touch_atom, std::string>::with<uint64_t>,
   /// The number of live thread actors.
   caf::replies_to<status_atom>::with<uint64_t>,
+  /// What the live actor of thread `id` knows (`not_found` when the thread
+  /// has no actor on this node; none is spawned to answer).
+  caf::replies_to<snapshot_atom, std::string>::with<thread_live>,
   /// A thread's run became active (true) or ended (false):
   /// (run_id, thread_id, active).
   caf::reacts_to<run_atom, std::string, std::string, bool>,

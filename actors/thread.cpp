@@ -58,6 +58,20 @@ thread_run* find_run(std::vector<thread_run>& xs, const std::string& key,
   return nullptr;
 }
 
+/// A message `text` was stored: the digest takes it as the last message,
+/// with the time (Unix ms) in `row[at_col]` and the thread's first user
+/// text in `row[first_col]` (the columns the insert statements return;
+/// absent ones leave the digest as it was).
+void note_message(thread_ptr self, const std::vector<std::string>& row,
+                  size_t at_col, size_t first_col, std::string_view text) {
+  auto& d = self->state.digest;
+  d.preview = thread_preview(text);
+  if (row.size() > at_col && !row[at_col].empty())
+    d.last_message_at_ms = std::stoll(row[at_col]);
+  if (row.size() > first_col)
+    d.title = thread_title(row[first_col]);
+}
+
 // -- runs ---------------------------------------------------------------------
 
 void process_next(thread_ptr self);
@@ -108,6 +122,10 @@ void finish_run(thread_ptr self, std::string run_id, std::string butler,
   drop(act.runs);
   drop(act.stopping);
   self->send(st.env->directory, run_atom_v, run_id, st.id, false);
+  bool failed = state == "error";
+  st.digest.run_state = state;
+  st.digest.error_class = failed ? error_class : std::string{};
+  st.digest.error_message = failed ? body : std::string{};
   ++act.writes;
   self
     ->request(st.env->writer, st.env->timeout, exec_atom_v,
@@ -117,9 +135,11 @@ void finish_run(thread_ptr self, std::string run_id, std::string butler,
     .then(
       [self, run_id, butler, state, kind, body](const named_result& r) {
         --activity(self).writes;
-        if (r.ok && !r.rows.empty() && !r.rows[0].empty())
+        if (r.ok && !r.rows.empty() && !r.rows[0].empty()) {
+          note_message(self, r.rows[0], 1, 2, body);
           publish_message(self, std::stoll(r.rows[0][0]), "run:" + run_id,
                           "assistant", kind, run_id, butler, body);
+        }
         publish_run(self, run_id, butler, state);
         maybe_idle(self);
       },
@@ -477,6 +497,7 @@ void persist_and_apply(thread_ptr self, pending_turn pt, butler_actor hdl,
           res.duplicate = true;
           self->state.env->duplicates->inc();
         } else {
+          note_message(self, row, 5, 4, pt.turn.text);
           apply_turn(self, pt.turn, d, run_id, butler, hdl, res.cursor);
         }
         answer(self, pt, std::move(res));
@@ -782,6 +803,9 @@ thread_actor::behavior_type thread(
     },
     [self](retire_atom) {
       self->quit();
+    },
+    [self](snapshot_atom) -> thread_live {
+      return thread_events::live_of(self);
     },
     [self](done_atom, route_response& resp) {
       auto& act = activity(self);

@@ -17,6 +17,7 @@
 #include "runtime/config.hpp"
 #include "runtime/event_hub.hpp"
 #include "runtime/metrics.hpp"
+#include "runtime/thread_list.hpp"
 #include "runtime/turn_policy.hpp"
 
 namespace butlers {
@@ -123,6 +124,9 @@ struct thread_state {
   std::unique_ptr<thread_activity> act;
   /// Unix ms since which the thread has nothing going on.
   int64_t idle_since_ms = 0;
+  /// Title, last message and latest run as this activation saw them (for
+  /// the summary events; empty until then).
+  thread_digest digest;
 };
 
 /// Points the metrics of `env` at the thread metrics of `m`.

@@ -204,6 +204,16 @@ thread_directory_actor::behavior_type thread_directory(
     [self](status_atom) -> uint64_t {
       return self->state.threads.size();
     },
+    [self](snapshot_atom a,
+           const std::string& thread_id) -> caf::result<thread_live> {
+      // Not counted as a forward: a read keeps no thread alive. Should the
+      // thread retire before it answers, the caller reads the database.
+      auto i = self->state.threads.find(thread_id);
+      if (i == self->state.threads.end())
+        return caf::error{butlers_errc::not_found,
+                          "thread " + thread_id + " has no live actor"};
+      return self->delegate(i->second.hdl, a);
+    },
     [self](run_atom, const std::string& run_id, const std::string& thread_id,
            bool active) {
       auto& runs = self->state.runs;

@@ -5,26 +5,44 @@
 
 namespace butlers::thread_events {
 
+thread_live live_of(thread_ptr self) {
+  thread_live out;
+  auto& st = self->state;
+  if (!st.act)
+    return out;
+  auto& act = *st.act;
+  for (auto& r : act.runs)
+    out.active.push_back(
+      {r.run_id, r.butler, r.work_id.empty() ? "accepted" : "running"});
+  for (auto& r : act.stopping)
+    out.active.push_back({r.run_id, r.butler, "cancelling"});
+  for (auto& w : act.collecting)
+    out.queued.push_back({w.run_id(), w.butler(), "collecting"});
+  for (auto& q : act.queued)
+    out.queued.push_back({q.run_id, q.butler, "queued"});
+  out.pending_turns = static_cast<uint32_t>(act.turns.size());
+  return out;
+}
+
 void publish_summary(thread_ptr self) {
   auto& st = self->state;
   auto& hub = st.env->hub;
   if (!hub || !hub->wants_summary())
     return;
+  auto live = live_of(self);
   std::string active = "[";
-  size_t queued = 0;
-  if (st.act) {
-    for (auto& r : st.act->runs) {
-      if (active.size() > 1)
-        active += ',';
-      active += json::quote(r.run_id);
-    }
-    queued = st.act->queued.size();
+  for (auto& r : live.active) {
+    if (r.state == "cancelling")
+      continue;
+    if (active.size() > 1)
+      active += ',';
+    active += json::quote(r.run_id);
   }
   active += ']';
-  bool running = active.size() > 2;
-  std::string body = R"({"thread_id":)" + json::quote(st.id)
-                     + R"(,"run_status":)"
-                     + (running ? R"("running")" : R"("idle")")
+  size_t queued = st.act ? st.act->queued.size() : 0;
+  std::string body = R"({"thread_id":)" + json::quote(st.id) + ","
+                     + digest_members(st.digest,
+                                      run_status_of(live, st.digest.run_state))
                      + R"(,"active_run_ids":)" + active + R"(,"queued_runs":)"
                      + std::to_string(queued) + R"(,"updated_at_unix_ms":)"
                      + std::to_string(unix_now_ms()) + "}";

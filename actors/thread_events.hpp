@@ -15,7 +15,11 @@ namespace butlers::thread_events {
 
 using thread_ptr = thread_actor::stateful_pointer<thread_state>;
 
-/// The thread's summary: run status, active run ids, queued runs.
+/// The thread's runs as they are now and its undecided turns.
+thread_live live_of(thread_ptr self);
+
+/// The thread's summary: its digest (title, preview, last message time,
+/// run status and error), active run ids, queued runs.
 void publish_summary(thread_ptr self);
 
 /// A thread-scope event of `type` with JSON `body` (and SSE `id`).

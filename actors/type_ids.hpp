@@ -9,6 +9,7 @@
 #include "runtime/error.hpp"
 #include "runtime/messages.hpp"
 #include "runtime/operator_action.hpp"
+#include "runtime/thread_list.hpp"
 #include "runtime/threads.hpp"
 #include "runtime/tools.hpp"
 #include "runtime/worker_wire.hpp"
@@ -67,6 +68,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(butlers, caf::first_custom_type_id)
   CAF_ADD_ATOM(butlers, butlers, heartbeat_atom, "heartbeat")
   CAF_ADD_ATOM(butlers, butlers, rollup_atom, "rollup")
   CAF_ADD_ATOM(butlers, butlers, tool_atom, "tool")
+  CAF_ADD_ATOM(butlers, butlers, snapshot_atom, "snapshot")
 
   // -- message types
   // -----------------------------------------------------------
@@ -111,6 +113,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(butlers, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(butlers, (butlers::worker_reply))
   CAF_ADD_TYPE_ID(butlers, (butlers::tool_call))
   CAF_ADD_TYPE_ID(butlers, (butlers::tool_result))
+  CAF_ADD_TYPE_ID(butlers, (butlers::thread_live))
 
 CAF_END_TYPE_ID_BLOCK(butlers)
 

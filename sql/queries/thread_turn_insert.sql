@@ -3,20 +3,28 @@
 -- active run for steer, the collecting run for collect), $5 kind (start |
 -- steer | queued | collect), $6 butler. start and queued also create the
 -- run (state accepted | queued); collect creates it (state collecting) with
--- the first turn of its window and joins it with the others.
--- Returns (fresh, cursor, run_id, kind): fresh false when the message_id
--- was already stored, with the original's run and kind; nothing else is
--- written then.
+-- the first turn of its window and joins it with the others. A stored turn
+-- is the thread's last message (threads.last_message_at).
+-- Returns (fresh, cursor, run_id, kind, first, at_ms): fresh false when the
+-- message_id was already stored, with the original's run and kind; nothing
+-- else is written then. `first` is the start (at most 512 characters) of
+-- the thread's first user message, which its title is made of; `at_ms` the
+-- time of the stored message, Unix ms.
+-- The thread's row is inserted (new thread) or updated (a fresh turn of a
+-- known one) by two statements, so no row is modified twice; the foreign
+-- keys are checked at the end of the statement, after both.
 WITH t AS (
   INSERT INTO threads (thread_id) VALUES ($1)
-  ON CONFLICT (thread_id) DO UPDATE SET updated_at = now()
-  RETURNING thread_id
+  ON CONFLICT (thread_id) DO NOTHING
 ), ins AS (
   INSERT INTO thread_transcript (thread_id, message_id, role, kind, run_id,
                                  butler, body)
-  SELECT t.thread_id, $2, 'user', $5, $4::uuid, $6, $3 FROM t
+  VALUES ($1, $2, 'user', $5, $4::uuid, $6, $3)
   ON CONFLICT (thread_id, message_id) DO NOTHING
-  RETURNING cursor, run_id, kind
+  RETURNING cursor, run_id, kind, created_at
+), touch AS (
+  UPDATE threads SET updated_at = now(), last_message_at = now()
+  WHERE thread_id = $1 AND EXISTS (SELECT 1 FROM ins)
 ), run AS (
   INSERT INTO thread_runs (run_id, thread_id, butler, state)
   SELECT $4::uuid, $1, $6,
@@ -25,8 +33,16 @@ WITH t AS (
                  ELSE 'accepted' END
   FROM ins WHERE $5 <> 'steer'
   ON CONFLICT (run_id) DO NOTHING
+), first AS (
+  SELECT COALESCE((SELECT left(body, 512) FROM thread_transcript
+                   WHERE thread_id = $1 AND role = 'user'
+                   ORDER BY cursor LIMIT 1), left($3, 512)) AS body
 )
-SELECT true, cursor, run_id::text, kind FROM ins
+SELECT true, cursor, run_id::text, kind, first.body,
+       (extract(epoch FROM created_at) * 1000)::bigint
+FROM ins, first
 UNION ALL
-SELECT false, cursor, run_id::text, kind FROM thread_transcript
-WHERE thread_id = $1 AND message_id = $2 AND NOT EXISTS (SELECT 1 FROM ins)
+SELECT false, x.cursor, x.run_id::text, x.kind, first.body,
+       (extract(epoch FROM x.created_at) * 1000)::bigint
+FROM thread_transcript x, first
+WHERE x.thread_id = $1 AND x.message_id = $2 AND NOT EXISTS (SELECT 1 FROM ins)

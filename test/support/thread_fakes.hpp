@@ -35,6 +35,8 @@ struct thread_db {
   std::map<std::string, std::vector<std::string>> turns;
   /// The last transcript cursor handed out.
   int64_t cursor = 0;
+  /// Thread id → its first user text.
+  std::map<std::string, std::string> first_texts;
   /// Every write and read fails with `database_unavailable`.
   bool down = false;
   /// What `thread_open_runs` answers: (run_id, butler, state, texts as a
@@ -53,23 +55,29 @@ struct thread_db {
   }
 
   /// One statement, as the real queries answer it: a turn insert returns
-  /// (fresh, cursor, run_id, kind) and finds a stored message id; a reply
-  /// insert returns the new cursor.
+  /// (fresh, cursor, run_id, kind, first user text, at_ms) and finds a
+  /// stored message id; a reply insert returns (cursor, at_ms, first user
+  /// text). A message's time is 1000 + its cursor.
   named_result run(const named_statement& x) {
     named_result r;
     r.ok = true;
     if (x.query == "thread_turn_insert") {
       auto& p = x.params; // thread, message, text, run, kind, butler
       auto i = turns.find(p[1]);
+      auto& first = first_texts.emplace(p[0], p[2]).first->second;
       if (i != turns.end()) {
-        r.rows.push_back({"f", i->second[0], i->second[1], i->second[2]});
+        r.rows.push_back({"f", i->second[0], i->second[1], i->second[2], first,
+                          std::to_string(1000 + std::stoll(i->second[0]))});
         return r;
       }
       std::vector<std::string> row{std::to_string(++cursor), p[3], p[4]};
       turns.emplace(p[1], row);
-      r.rows.push_back({"t", row[0], row[1], row[2]});
+      r.rows.push_back(
+        {"t", row[0], row[1], row[2], first, std::to_string(1000 + cursor)});
     } else if (x.query == "thread_reply_insert") {
-      r.rows.push_back({std::to_string(++cursor)});
+      ++cursor;
+      r.rows.push_back({std::to_string(cursor), std::to_string(1000 + cursor),
+                        first_texts[x.params[0]]});
     } else if (x.query == "thread_open_runs") {
       r.rows = open_runs;
     } else if (x.query == "thread_open_threads") {
@@ -252,6 +260,9 @@ inline thread_directory_actor::behavior_type fake_directory(
     },
     [](status_atom) {
       return uint64_t{0};
+    },
+    [](snapshot_atom, std::string&) -> caf::result<thread_live> {
+      return unused();
     },
     [notes](run_atom, std::string& run_id, std::string& thread_id,
             bool active) {

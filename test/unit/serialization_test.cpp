@@ -338,6 +338,16 @@ TEST_F(Serialization, ThreadMessages) {
   EXPECT_EQ(a2.inputs[1].arrived_us, 2);
   EXPECT_EQ(a2.inputs[1].arrived_turn, 3u);
   EXPECT_EQ(round_trip(std::vector<steer_input>{in}).size(), 1u);
+  thread_live live{{{"r-1", "general", "running"}},
+                   {{"r-2", "general", "queued"}},
+                   3};
+  auto live2 = round_trip(live);
+  ASSERT_EQ(live2.active.size(), 1u);
+  EXPECT_EQ(live2.active[0].run_id, "r-1");
+  EXPECT_EQ(live2.active[0].state, "running");
+  ASSERT_EQ(live2.queued.size(), 1u);
+  EXPECT_EQ(live2.queued[0].butler, "general");
+  EXPECT_EQ(live2.pending_turns, 3u);
 }
 
 TEST_F(Serialization, WorkerCallAndReply) {

@@ -72,6 +72,9 @@ thread_actor::behavior_type fake_thread(
       return int64_t{-1};
     },
     [](retire_atom) {},
+    [](snapshot_atom) {
+      return thread_live{};
+    },
     [](done_atom, route_response&) {},
     [applied](steer_atom, steer_applied& a) {
       applied->push_back(std::move(a));

@@ -278,9 +278,47 @@ TEST_F(Thread, ARunsOutcomeJoinsTheTranscriptAndTheThreadGoesIdle) {
                                "transcript", "run:ok"}));
   EXPECT_NE(all_frames().find(R"("role":"assistant")"), std::string::npos);
   EXPECT_GE(idle_since(), 0);
-  // The summary scope saw the thread go idle last.
+  // The summary scope saw the run end last, with the thread's digest.
   ASSERT_FALSE(summaries.empty());
-  EXPECT_NE(summaries.back().find(R"("run_status":"idle")"), std::string::npos);
+  EXPECT_NE(summaries.back().find(R"("run_status":"ok")"), std::string::npos)
+    << summaries.back();
+  EXPECT_NE(summaries.back().find(R"("last_message_preview":"done it")"),
+            std::string::npos)
+    << summaries.back();
+}
+
+TEST_F(Thread, ItsSnapshotListsItsRunsAndItsSummaryCarriesTheDigest) {
+  start();
+  auto r = ask(turn("m1", "steer", "  plan\n my week"));
+  auto q = ask(turn("m2", "queue", "then the month"));
+  ASSERT_EQ(q.kind, "queued");
+  self->send(th, snapshot_atom_v);
+  sched.run();
+  thread_live live;
+  self->receive(
+    [&](thread_live& x) {
+      live = std::move(x);
+    },
+    [&](caf::error& err) {
+      ADD_FAILURE() << sys.render(err);
+    });
+  ASSERT_EQ(live.active.size(), 1u);
+  EXPECT_EQ(live.active[0].run_id, r.run_id);
+  EXPECT_EQ(live.active[0].state, "running");
+  ASSERT_EQ(live.queued.size(), 1u);
+  EXPECT_EQ(live.queued[0].run_id, q.run_id);
+  EXPECT_EQ(live.queued[0].state, "queued");
+  ASSERT_FALSE(summaries.empty());
+  auto& last = summaries.back();
+  EXPECT_NE(last.find(R"("title":"plan")"), std::string::npos) << last;
+  EXPECT_NE(last.find(R"("last_message_preview":"then the month")"),
+            std::string::npos)
+    << last;
+  EXPECT_NE(last.find(R"("last_message_at_unix_ms":1002)"), std::string::npos)
+    << last;
+  EXPECT_NE(last.find(R"("run_status":"running","run_error":null)"),
+            std::string::npos)
+    << last;
 }
 
 TEST_F(Thread, AFailedRunEndsWithItsErrorClass) {
