@@ -4,6 +4,7 @@
 
 #include "actors/http_bridge.hpp"
 #include "runtime/http_checks.hpp"
+#include "runtime/slack_event.hpp"
 #include "runtime/telegram_update.hpp"
 #include "runtime/threads.hpp"
 
@@ -47,6 +48,8 @@ connector_api::connector_api(caf::actor_system& sys,
     e.rules.endpoint_identity = cfg.endpoint_identity;
     e.rules.max_bytes = settings_.http.max_body_bytes;
     e.rules.dedupe_window_s = settings_.switchboard.dedupe_window_s;
+    if (cfg.type == connector_type::slack)
+      slack_metrics(e);
     entries_.emplace(cfg.name, std::move(e));
   }
 }

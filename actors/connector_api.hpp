@@ -1,5 +1,6 @@
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -32,6 +33,16 @@ namespace butlers {
 ///   the switchboard is away or the node drains, 504 past
 ///   `http.request_timeout_ms` (Telegram retries; dedupe absorbs a late
 ///   commit).
+/// - `POST /v1/connectors/{name}/events`, a `slack` connector (Slack's
+///   Events API, actors/SLACK.md): no bearer token, but Slack's request
+///   signature with the connector's `signing_secret`, within five minutes
+///   of now (401 otherwise, counted by reason, nothing stored). A
+///   `url_verification` is answered with its challenge; an event is mapped
+///   to ingest.v1 (runtime/slack_event.hpp) and answered as a Telegram
+///   webhook is: 200 once stored or deduplicated (Slack's retries, same
+///   message, are duplicates), 200 for ignored (counted per reason: bot,
+///   edit, deletion, other) and invalid bodies, 429, 503, 504 as above
+///   (Slack retries those).
 /// - `POST /v1/connectors/{name}/ingest`, an `http` connector: POST
 ///   /v1/ingest (bearer token, the same body, answers and statuses) with the
 ///   connector's own `max_in_flight` (429) and metrics, and every
@@ -47,6 +58,10 @@ class connector_api {
   void telegram_webhook(const http_call& call, http_responder& out,
                         const path_params& p);
 
+  /// POST /v1/connectors/{name}/events.
+  void slack_events(const http_call& call, http_responder& out,
+                    const path_params& p);
+
   /// POST /v1/connectors/{name}/ingest.
   void ingest(const http_call& call, http_responder& out, const path_params& p);
 
@@ -59,7 +74,14 @@ class connector_api {
     connector_config cfg;
     connector_metrics metrics;
     connector_ingest_rules rules;
+    /// slack: events ignored, by `slack_ignore_reason`, and requests
+    /// refused with 401, by `slack_signature_status`.
+    std::array<counter*, 5> slack_ignored{};
+    std::array<counter*, 5> slack_refused{};
   };
+
+  /// Registers the slack counters of `e`.
+  void slack_metrics(entry& e);
 
   /// The enabled connector `name` of `type`; null when there is none.
   const entry* find(std::string_view name, connector_type type) const;

@@ -782,6 +782,9 @@ const http_route_table<http_server::impl::handler>& http_server::impl::
     // guards its webhook instead.
     {m::post, "/v1/connectors/{name}/webhook", open,
      on_connector<&connector_api::telegram_webhook>},
+    // Slack signs its Events API requests instead (actors/SLACK.md).
+    {m::post, "/v1/connectors/{name}/events", open,
+     on_connector<&connector_api::slack_events>},
     {m::post, "/v1/connectors/{name}/ingest", token,
      on_connector<&connector_api::ingest>},
     // -- connector health and statistics (issue 26, h-conn)

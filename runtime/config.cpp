@@ -89,9 +89,14 @@ void read_adapter(parser& p, const toml::table& t, std::string prefix,
                   delivery_adapter_config& c) {
   section s{p, t, prefix};
   read_fields(s, adapter_fields(), c);
+  bool slack = c.kind == adapter_kind::slack;
+  if (slack)
+    c.reactions = slack_reaction_defaults();
   if (auto r = s.table("reactions", "; write reactions = { progress = "
                                     "\"…\", ... }"))
-    read_table(p, *r, prefix + ".reactions", reaction_fields(), c.reactions);
+    read_table(p, *r, prefix + ".reactions",
+               slack ? slack_reaction_fields() : reaction_fields(),
+               c.reactions);
   s.finish();
 }
 
@@ -436,8 +441,28 @@ std::vector<config_error> apply_env_overrides(
       cn.secret_token = *secret;
       s.positions.erase(prefix + "secret_token");
     }
+    auto signing_var = connector_env_name(cn.name, "SIGNING_SECRET");
+    if (auto signing = get(signing_var.c_str())) {
+      cn.signing_secret = *signing;
+      s.positions.erase(prefix + "signing_secret");
+    }
   }
   return errors;
+}
+
+std::string slack_api_base(const connector_config& cn) {
+  if (cn.api_base == connector_config{}.api_base)
+    return "https://slack.com/api";
+  return cn.api_base;
+}
+
+reaction_config slack_reaction_defaults() {
+  reaction_config r;
+  r.progress = "eyes";
+  r.parsed = "white_check_mark";
+  r.errored = "space_invader";
+  r.queued = "hourglass_flowing_sand";
+  return r;
 }
 
 std::string connector_env_name(const std::string& connector,
@@ -491,7 +516,7 @@ std::string to_toml(const node_settings& s) {
   out << "\n[messenger]\n" << print_fields(messenger_fields(), s.messenger);
   for (auto& a : s.messenger.adapters) {
     out << "\n[[messenger.adapter]]\n" << print_fields(adapter_fields(), a);
-    if (a.kind == adapter_kind::telegram)
+    if (a.kind == adapter_kind::telegram || a.kind == adapter_kind::slack)
       out << "[messenger.adapter.reactions]\n"
           << print_fields(reaction_fields(), a.reactions);
   }

@@ -428,10 +428,11 @@ struct delivery_adapter_config {
   uint32_t retries = 3;
   /// outbox: file JSON lines are appended to; required for outbox.
   std::string path;
-  /// telegram: the `[[connector]]` of type telegram whose token and
-  /// api_base it uses; required for telegram.
+  /// telegram, slack: the `[[connector]]` of that type whose token and
+  /// api_base it uses; required for both.
   std::string connector;
-  /// telegram: `[messenger.adapter.reactions]`.
+  /// telegram, slack: `[messenger.adapter.reactions]` (a slack adapter's
+  /// are Slack emoji names, defaults `slack_reaction_defaults()`).
   reaction_config reactions;
   /// smtp: the sender, `addr@host` or `Name <addr@host>`; required for
   /// smtp.
@@ -487,8 +488,13 @@ struct connector_config {
   /// request must carry (also `BUTLERS_CONNECTOR_<NAME>_SECRET_TOKEN`);
   /// required for webhook, 1..256 of `A-Za-z0-9_-`. Default "".
   std::string secret_token;
-  /// telegram: base URL of the Bot API (tests point it at a local fake).
-  /// Default "https://api.telegram.org".
+  /// slack: the app's signing secret, which every Events API request is
+  /// signed with (also `BUTLERS_CONNECTOR_<NAME>_SIGNING_SECRET`); required
+  /// for slack. Never logged. Default "".
+  std::string signing_secret;
+  /// telegram: base URL of the Bot API; slack: of the Web API, where the
+  /// default means "https://slack.com/api" (`slack_api_base`). Tests point
+  /// it at a local fake. Default "https://api.telegram.org".
   std::string api_base = "https://api.telegram.org";
   /// telegram poll: the long-poll `timeout` of getUpdates in seconds.
   /// Default 30, range 0..50.
@@ -497,6 +503,15 @@ struct connector_config {
   /// milliseconds. Default 1000, range 10..3600000.
   uint32_t poll_ms = 1000;
 };
+
+/// The Web API base of a slack connector: its `api_base`, or
+/// "https://slack.com/api" when that is the shared default.
+std::string slack_api_base(const connector_config& cn);
+
+/// The lifecycle reactions of a slack adapter when its file names none:
+/// Slack emoji names (eyes, white_check_mark, space_invader,
+/// hourglass_flowing_sand).
+reaction_config slack_reaction_defaults();
 
 /// `BUTLERS_CONNECTOR_<NAME>_<SUFFIX>`: the connector's name upper-cased,
 /// `-` as `_` (e.g. "tg-main", "TOKEN" → BUTLERS_CONNECTOR_TG_MAIN_TOKEN).
@@ -864,7 +879,8 @@ small_file read_small_file(const std::string& path, size_t max_bytes);
 /// Applies BUTLERS_DATABASE_URL (database.url), BUTLERS_HTTP_TOKEN
 /// (http.token), BUTLERS_HTTP_PORT (http.port; a bad value is an error
 /// with key "env:BUTLERS_HTTP_PORT" and leaves the port alone), and per
-/// connector BUTLERS_CONNECTOR_<NAME>_TOKEN and _SECRET_TOKEN (see
+/// connector BUTLERS_CONNECTOR_<NAME>_TOKEN, _SECRET_TOKEN and
+/// _SIGNING_SECRET (see
 /// `connector_env_name`). Unset or
 /// empty variables change nothing. Takes a getenv-like function for
 /// testability.

@@ -76,10 +76,11 @@ const std::vector<enum_name<fairness_mode>>& enum_names<fairness_mode>() {
 template<>
 const std::vector<enum_name<adapter_kind>>& enum_names<adapter_kind>() {
   static const std::vector<enum_name<adapter_kind>> names{
-    {adapter_kind::webhook, "webhook"},
-    {adapter_kind::outbox, "outbox"},
-    {adapter_kind::telegram, "telegram"},
-    {adapter_kind::smtp, "smtp"},
+    {adapter_kind::webhook, "webhook"},   // POST the notify
+    {adapter_kind::outbox, "outbox"},     // append to a file
+    {adapter_kind::telegram, "telegram"}, // Bot API
+    {adapter_kind::smtp, "smtp"},         // a mail relay
+    {adapter_kind::slack, "slack"},       // Web API
   };
   return names;
 }
@@ -91,6 +92,7 @@ const std::vector<enum_name<connector_type>>& enum_names<connector_type>() {
     {connector_type::jsonl, "jsonl"},
     {connector_type::maildir, "maildir"},
     {connector_type::telegram, "telegram"},
+    {connector_type::slack, "slack"},
   };
   return names;
 }

@@ -76,10 +76,13 @@ enum class adapter_kind {
   telegram,
   /// Mails the reply through an SMTP relay (smtp:// or smtps://).
   smtp,
+  /// Slack Web API: chat.postMessage in the source thread, lifecycle
+  /// reactions.
+  slack,
 };
 
 /// `[[connector]]` `type`: the channel a connector reads.
-enum class connector_type { http, jsonl, maildir, telegram };
+enum class connector_type { http, jsonl, maildir, telegram, slack };
 
 /// `[[connector]]` `mode`: how a telegram connector receives updates.
 enum class connector_mode {

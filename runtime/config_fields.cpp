@@ -2,7 +2,6 @@
 
 #include "runtime/json.hpp"
 #include "runtime/mail.hpp"
-#include "runtime/telegram_reactions.hpp"
 #include "runtime/tools.hpp"
 
 namespace butlers {
@@ -129,21 +128,6 @@ check_fn cron_fields() {
     return "expected five fields (minute hour day-of-month month "
            "day-of-week), got "
            + std::to_string(n) + " in '" + x + "'";
-  };
-}
-
-/// One of Telegram's reaction emoji, exactly (a variant with U+FE0F is
-/// named with its listed form).
-check_fn reaction_emoji() {
-  return [](const std::string& x) -> std::string {
-    if (is_allowed_reaction(x))
-      return {};
-    auto listed = canonical_reaction(x);
-    if (listed)
-      return "'" + x + "' is not one of Telegram's reaction emoji as listed; "
-             + "write '" + *listed + "' (without U+FE0F)";
-    return "'" + x + "' is not one of Telegram's reaction emoji "
-           + "(https://core.telegram.org/bots/api#reactiontypeemoji)";
   };
 }
 
@@ -644,13 +628,13 @@ const fields<delivery_adapter_config>& adapter_fields() {
     secret_text("token", &c::token, redact_token,
                 "webhook: bearer token sent as Authorization"),
     integer("timeout_ms", &c::timeout_ms, 1, 600000,
-            "webhook, telegram, smtp: deadline of one attempt"),
+            "webhook, telegram, slack, smtp: deadline of one attempt"),
     integer("retries", &c::retries, 0, 100,
-            "webhook, telegram, smtp: attempts after the first"),
+            "webhook, telegram, slack, smtp: attempts after the first"),
     text("path", &c::path, "outbox: file the JSON lines are appended to"),
     text("connector", &c::connector,
-         "telegram: the telegram [[connector]] whose token and api_base it "
-         "uses",
+         "telegram, slack: the [[connector]] of that type whose token and "
+         "api_base it uses",
          plain_name_or_empty()),
     text("from", &c::from, "smtp: the sender of the mails",
          mail_address_text()),
@@ -658,20 +642,6 @@ const fields<delivery_adapter_config>& adapter_fields() {
          "smtp: environment variable holding the relay user name", env_name()),
     text("password_env", &c::password_env,
          "smtp: environment variable holding the relay password", env_name()),
-  };
-  return list;
-}
-
-const fields<reaction_config>& reaction_fields() {
-  using c = reaction_config;
-  static const fields<c> list{
-    text("progress", &c::progress, "PROGRESS: processing started",
-         reaction_emoji()),
-    text("parsed", &c::parsed, "PARSED: every target succeeded",
-         reaction_emoji()),
-    text("errored", &c::errored, "ERRORED: a target or the processing failed",
-         reaction_emoji()),
-    text("queued", &c::queued, "waiting for a session slot", reaction_emoji()),
   };
   return list;
 }
@@ -688,10 +658,14 @@ const fields<connector_config>& connector_fields() {
             "envelopes submitted but not yet acknowledged"),
     flag("enabled", &c::enabled, "whether it runs"),
     choice("mode", &c::mode, "telegram: webhook or getUpdates polling"),
-    secret_text("token", &c::token, redact_token, "telegram: the bot token"),
+    secret_text("token", &c::token, redact_token,
+                "telegram, slack: the bot token"),
     secret_text("secret_token", &c::secret_token, redact_token,
                 "telegram webhook: the secret every webhook request carries"),
-    text("api_base", &c::api_base, "telegram: base URL of the Bot API",
+    secret_text("signing_secret", &c::signing_secret, redact_token,
+                "slack: the signing secret of every Events API request"),
+    text("api_base", &c::api_base,
+         "telegram: base URL of the Bot API; slack: of the Web API",
          api_base_url()),
     integer("poll_timeout_s", &c::poll_timeout_s, 0, 50,
             "telegram poll: long-poll timeout of getUpdates"),
@@ -843,8 +817,8 @@ const fields<telemetry_config>& telemetry_fields() {
 namespace {
 
 template<class T>
-section_reference reference_of(std::string header, const fields<T>& list) {
-  static const T defaults{};
+section_reference reference_of(std::string header, const fields<T>& list,
+                               const T& defaults = T{}) {
   section_reference out{std::move(header), {}};
   for (auto& f : list) {
     option_reference o;
@@ -882,6 +856,8 @@ std::vector<section_reference> config_reference() {
     reference_of("[messenger]", messenger_fields()),
     reference_of("[[messenger.adapter]]", adapter_fields()),
     reference_of("[messenger.adapter.reactions]", reaction_fields()),
+    reference_of("[messenger.adapter.reactions] (slack)",
+                 slack_reaction_fields(), slack_reaction_defaults()),
     reference_of("[[connector]]", connector_fields()),
     reference_of("[cluster]", cluster_fields()),
     reference_of("[cluster.tls]", cluster_tls_fields()),

@@ -396,6 +396,8 @@ const fields<messenger_config>& messenger_fields();
 const fields<delivery_adapter_config>& adapter_fields();
 /// `[messenger.adapter.reactions]` of a telegram adapter.
 const fields<reaction_config>& reaction_fields();
+/// The same keys for a slack adapter: Slack emoji names.
+const fields<reaction_config>& slack_reaction_fields();
 const fields<connector_config>& connector_fields();
 const fields<cluster_config>& cluster_fields();
 /// `[cluster.tls]`, whose keys live in cluster_config as tls_*.

@@ -219,21 +219,22 @@ void check_butlers(checker& c) {
   }
 }
 
-/// A telegram adapter names a telegram connector that has a token, and
-/// delivers for the telegram channel only.
-void check_telegram_adapter(checker& c, const delivery_adapter_config& a,
-                            const std::string& prefix) {
+/// A telegram (slack) adapter names a telegram (slack) connector that has a
+/// token, and delivers for the telegram (slack) channel only.
+void check_chat_adapter(checker& c, const delivery_adapter_config& a,
+                        const std::string& prefix, connector_type type) {
   auto& s = c.s;
+  std::string kind = to_string(type);
   auto at = c.where({prefix + ".connector", prefix + ".kind", prefix});
   for (auto& ch : a.channels)
-    if (ch != "*" && ch != "telegram")
+    if (ch != "*" && ch != kind)
       c.error(c.where({prefix + ".channels", prefix}), prefix + ".channels",
-              "a 'telegram' adapter delivers for channel telegram only, got '"
-                + ch + "'");
+              "a '" + kind + "' adapter delivers for channel " + kind
+                + " only, got '" + ch + "'");
   if (a.connector.empty()) {
     c.error(at, prefix + ".connector",
-            "a 'telegram' adapter requires a connector (the [[connector]] of "
-            "type telegram whose token and api_base it uses)");
+            "a '" + kind + "' adapter requires a connector (the [[connector]] "
+              + "of type " + kind + " whose token and api_base it uses)");
     return;
   }
   auto cn = std::find_if(s.connectors.begin(), s.connectors.end(),
@@ -245,16 +246,32 @@ void check_telegram_adapter(checker& c, const delivery_adapter_config& a,
             "no [[connector]] is named '" + a.connector + "'");
     return;
   }
-  if (cn->type != connector_type::telegram) {
+  if (cn->type != type) {
     c.error(at, prefix + ".connector",
             "connector '" + a.connector + "' is of type '" + to_string(cn->type)
-              + "', not 'telegram'");
+              + "', not '" + kind + "'");
     return;
   }
   if (cn->token.empty())
     c.error(at, prefix + ".connector",
             "connector '" + a.connector + "' has no token (set its token or "
               + connector_env_name(cn->name, "TOKEN") + ")");
+}
+
+/// A slack connector needs its signing secret (the route takes no bearer
+/// token: the signature is what keeps strangers from posting events) and
+/// the HTTP server.
+void check_slack_connector(checker& c, const connector_config& cn,
+                           const std::string& prefix) {
+  auto at = c.where({prefix + ".type", prefix});
+  if (cn.signing_secret.empty())
+    c.error(at, prefix + ".signing_secret",
+            "a slack connector requires a signing_secret (or "
+              + connector_env_name(cn.name, "SIGNING_SECRET")
+              + "): the app's Signing Secret");
+  if (!c.s.http.enabled)
+    c.error(at, prefix + ".type",
+            "a slack connector requires http.enabled = true");
 }
 
 /// Telegram's rule for a webhook's secret token: 1..256 of A-Za-z0-9_-.
@@ -300,7 +317,9 @@ void check_messenger_and_connectors(checker& c) {
     auto& a = s.messenger.adapters[i];
     auto prefix = "messenger.adapter[" + std::to_string(i) + "]";
     if (a.kind == adapter_kind::telegram)
-      check_telegram_adapter(c, a, prefix);
+      check_chat_adapter(c, a, prefix, connector_type::telegram);
+    if (a.kind == adapter_kind::slack)
+      check_chat_adapter(c, a, prefix, connector_type::slack);
     bool smtp_url = a.url.rfind("smtp", 0) == 0;
     if (a.kind == adapter_kind::webhook && a.url.empty())
       c.error(c.where({prefix + ".kind", prefix}), prefix + ".url",
@@ -336,7 +355,8 @@ void check_messenger_and_connectors(checker& c) {
       c.error(c.where({prefix + ".type", prefix}), prefix + ".type",
               "an 'http' connector requires http.enabled = true");
     if ((cn.type == connector_type::http || cn.type == connector_type::telegram
-         || cn.type == connector_type::maildir)
+         || cn.type == connector_type::maildir
+         || cn.type == connector_type::slack)
         && cn.endpoint_identity.empty())
       c.error(c.where({prefix + ".type", prefix}),
               prefix + ".endpoint_identity",
@@ -344,6 +364,8 @@ void check_messenger_and_connectors(checker& c) {
                 + "' connector requires an endpoint_identity");
     if (cn.type == connector_type::telegram && cn.enabled)
       check_telegram_connector(c, cn, prefix);
+    if (cn.type == connector_type::slack && cn.enabled)
+      check_slack_connector(c, cn, prefix);
     c.unique_name(s.connectors, i, "connector", "connector");
   }
 }

@@ -12,7 +12,8 @@ std::unique_ptr<connector_source> make_connector_source(
   const connector_config& cfg, const connector_source_limits& limits,
   metrics_registry& metrics) {
   switch (cfg.type) {
-    case connector_type::http: return nullptr;
+    case connector_type::http:
+    case connector_type::slack: return nullptr;
     case connector_type::telegram: {
       if (cfg.mode == connector_mode::webhook)
         return nullptr;

@@ -67,6 +67,13 @@ std::string dedupe_key(const dedupe_input& in, uint32_t window_s) {
     key += event_id;
     return key;
   }
+  if (in.channel == "slack" && !event_id.empty()) {
+    std::string key = "slack:";
+    append_field(key, trim(in.endpoint_identity));
+    key += ':';
+    key += event_id;
+    return key;
+  }
   if (in.channel == "email" && !strip_angles(event_id).empty()) {
     std::string key = "email:";
     append_field(key, trim(in.endpoint_identity));

@@ -27,6 +27,8 @@ struct dedupe_input {
 
 /// Computes the canonical dedupe key (spec 001 §10.2):
 /// - telegram: `tg:<bot>:<update_id>`;
+/// - slack: `slack:<bot>:<channel>:<ts>` (the external event id a slack
+///   connector gives a message: runtime/slack_event.hpp);
 /// - email: `email:<mailbox>:<Message-ID>` (angle brackets and surrounding
 ///   blanks stripped, so `<a@b>` and `a@b` collide as they should);
 /// - any channel with an idempotency key: `idem:<channel>:<endpoint>:<key>`;
@@ -36,7 +38,7 @@ struct dedupe_input {
 ///   the same text in the next bucket is a new request.
 /// Fields are length-prefixed before hashing, so no choice of field contents
 /// can make two different inputs produce the same pre-image.
-/// A telegram or email event without an external id falls through to the
+/// A telegram, slack or email event without an external id falls through to the
 /// idempotency-key or hash rules.
 std::string dedupe_key(const dedupe_input& in, uint32_t window_s);
 

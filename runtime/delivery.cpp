@@ -5,6 +5,7 @@
 
 #include "runtime/json.hpp"
 #include "runtime/outbox.hpp"
+#include "runtime/slack_adapter.hpp"
 #include "runtime/telegram_adapter.hpp"
 #include "runtime/webhook.hpp"
 
@@ -52,6 +53,12 @@ delivery_adapter::delivery_adapter(delivery_adapter_config cfg)
 delivery_adapter::~delivery_adapter() = default;
 
 bool delivery_adapter::serves(std::string_view channel) const {
+  // A chat adapter delivers for its own channel only ("*" means that, as
+  // config/README.md says): a telegram adapter has no chat to send a Slack
+  // reply to, nor a slack adapter a Telegram one.
+  if ((cfg_.kind == adapter_kind::telegram && channel != "telegram")
+      || (cfg_.kind == adapter_kind::slack && channel != "slack"))
+    return false;
   return std::any_of(cfg_.channels.begin(), cfg_.channels.end(),
                      [&](const std::string& c) {
                        return c == "*" || c == channel;
@@ -137,6 +144,15 @@ delivery_adapter_ptr make_delivery_adapter(
           ep.token = cn.token;
         }
       return std::make_shared<telegram_adapter>(cfg, std::move(ep));
+    }
+    case adapter_kind::slack: {
+      slack_endpoint ep;
+      for (auto& cn : connectors)
+        if (cn.name == cfg.connector) {
+          ep.api_base = slack_api_base(cn);
+          ep.token = cn.token;
+        }
+      return std::make_shared<slack_adapter>(cfg, std::move(ep));
     }
     case adapter_kind::smtp: return std::make_shared<smtp_adapter>(cfg);
     case adapter_kind::outbox: break;

@@ -63,7 +63,7 @@ class delivery_adapter {
   }
 
   /// It delivers for source channel `channel` (its `channels` name it, or
-  /// "*").
+  /// "*"; a telegram or slack adapter only for its own channel).
   bool serves(std::string_view channel) const;
 
   /// `post` never blocks the calling thread (then a delivery through

@@ -41,6 +41,10 @@ lifecycle_policy::lifecycle_policy(
                           [](const delivery_adapter_config& a) {
                             return a.kind == adapter_kind::telegram;
                           });
+  slack_ = std::any_of(ads.begin(), ads.end(),
+                       [](const delivery_adapter_config& a) {
+                         return a.kind == adapter_kind::slack;
+                       });
 }
 
 std::string make_react_notify(const route_envelope& env, lifecycle_state x,

@@ -57,7 +57,8 @@ const std::string& reaction_emoji(const reaction_config& cfg,
                                   lifecycle_state x);
 
 /// Which source channels get lifecycle reactions: those that a messenger
-/// adapter setting reactions serves (a telegram adapter: telegram).
+/// adapter setting reactions serves (a telegram adapter: telegram; a slack
+/// adapter: slack).
 class lifecycle_policy {
  public:
   /// Reacts nowhere.
@@ -68,11 +69,13 @@ class lifecycle_policy {
 
   /// Whether requests from `channel` get reactions.
   bool reacts(std::string_view channel) const {
-    return telegram_ && channel == "telegram";
+    return (telegram_ && channel == "telegram")
+           || (slack_ && channel == "slack");
   }
 
  private:
   bool telegram_ = false;
+  bool slack_ = false;
 };
 
 /// The notify.v1 that asks the messenger to show state `x`, reached at

@@ -22,7 +22,7 @@ build_dir="${BUTLERS_FUZZ_BUILD_DIR:-$ROOT/build-fuzz}"
 
 targets=(ingest_fast ingest_full ingest_diff schema turn_body cli_output
          claude_stream codex_app_server cli_router route config cron sse
-         model_stream telegram_update mail worker_wire)
+         model_stream telegram_update mail worker_wire slack_event)
 
 # Longest input per target: a few times the largest real one.
 max_len() {

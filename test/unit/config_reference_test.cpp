@@ -137,7 +137,7 @@ TEST(config_reference, declared_defaults_are_the_defaults_the_parser_gives) {
   for (auto& section : config_reference()) {
     if (section.header.rfind("[[", 0) == 0 || section.header == "[cluster.tls]"
         || section.header == "[butler.runtime]"
-        || section.header == "[messenger.adapter.reactions]")
+        || section.header.rfind("[messenger.adapter.reactions]", 0) == 0)
       continue; // printed only when entries (or TLS) exist
     auto at = printed.find("\n" + section.header + "\n");
     ASSERT_NE(at, std::string::npos) << section.header;

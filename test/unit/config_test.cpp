@@ -870,8 +870,8 @@ retries = 101
           {err("messenger.max_concurrent_sessions"),
            err("messenger.max_pendng").has("did you mean 'max_pending'?"),
            err("messenger.adapter[0].kind")
-             .is("must be one of webhook, outbox, telegram, smtp, got "
-                 "'pigeon'"),
+             .is("must be one of webhook, outbox, telegram, smtp, slack, "
+                 "got 'pigeon'"),
            err("messenger.adapter[1].url")
              .reads("node.toml:8:7: messenger.adapter[1].url: unsupported "
                     "scheme 'ftp' (only http:// and https:// are)"),
