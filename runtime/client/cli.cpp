@@ -474,6 +474,10 @@ int run_worker(const common_args& a, worker_options o, const std::string& cmd) {
 }
 
 void add_common(CLI::App& app, common_args& a) {
+  // The common options may stand before or after the subcommand: an option
+  // a subcommand does not know falls through to the app (subcommands added
+  // after this inherit it).
+  app.fallthrough();
   app.add_option("--url", a.url,
                  "the node's base URL (default $BUTLERS_URL, else "
                  "http://127.0.0.1:8470)");
@@ -513,10 +517,6 @@ int run_cli(int argc, char** argv) {
   CLI::App app{"butlers-client: feed a butlers node (ordered, retried, "
                "optionally spooled)"};
   app.require_subcommand(1);
-  // The common options may stand before or after the subcommand: an option
-  // a subcommand does not know falls through to the app (subcommands added
-  // below inherit this).
-  app.fallthrough();
   common_args a;
   add_common(app, a);
 
