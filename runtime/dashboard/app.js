@@ -52,8 +52,10 @@
         cols.map(([label, cell]) => h("td", { "data-label": label }, cell(r)))))));
   }
 
+  // Pages pass null for a part they leave out (replaceChildren would show
+  // it as the text "null").
   function show(...nodes) {
-    main.replaceChildren(...nodes);
+    main.replaceChildren(...nodes.filter((n) => n !== null && n !== undefined && n !== false));
   }
 
   function notice(text, kind) {

@@ -383,6 +383,12 @@ TEST_F(Dashboard, EveryPageShowsTheApiAtBothWidthsAndReplayIsAudited) {
     EXPECT_NE(text.find("attempt for health"), std::string::npos) << text;
     EXPECT_TRUE(fits());
     shot("request");
+    // A parsed request's page has no replay form, and nothing in its place.
+    ASSERT_TRUE(page.open("#/requests/" + done, "requests"));
+    EXPECT_EQ(page.eval("[...document.getElementById('main').childNodes]"
+                        ".some(n => n.nodeType === 3)"),
+              "false")
+      << page.main_text();
 
     // Butlers: the names the API lists.
     ASSERT_TRUE(page.open("#/butlers", "butlers"));
