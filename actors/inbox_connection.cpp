@@ -42,6 +42,21 @@ void go_down(connection_ptr self, const std::string& why) {
   }
 }
 
+/// A batch a session deadline cancelled: logged (without its data) and
+/// answered `timeout`, which the writer counts and hands on as
+/// `database_unavailable`. The connection stays up.
+caf::error timed_out(connection_ptr self, deadline_kind kind, size_t n) {
+  auto& st = self->state;
+  auto limit = kind == deadline_kind::lock ? st.cfg.lock_timeout_ms
+                                           : st.cfg.statement_timeout_ms;
+  spdlog::warn("writer connection {}: a batch of {} write(s) hit the {} "
+               "({} ms) and rolled back; it is retried",
+               st.index, n, to_string(kind), limit);
+  return caf::error{butlers_errc::timeout, std::string{"database "}
+                                             + to_string(kind) + " ("
+                                             + std::to_string(limit) + " ms)"};
+}
+
 void maintain_partitions_or_throw(connection_ptr self) {
   auto& st = self->state;
   auto created = st.store->ensure_partitions(st.cfg.partitions_ahead);
@@ -76,6 +91,7 @@ inbox_connection_actor::behavior_type inbox_connection(
   auto& st = self->state;
   st.index = index;
   st.store = std::make_unique<inbox_store>(cfg.url, std::move(owner), lease_s);
+  st.store->set_deadlines({cfg.statement_timeout_ms, cfg.lock_timeout_ms});
   st.cfg = std::move(cfg);
   st.writer = std::move(writer);
   st.connect_scheduled = true;
@@ -93,6 +109,19 @@ inbox_connection_actor::behavior_type inbox_connection(
           throw;
         } catch (const pqxx::in_doubt_error&) {
           throw;
+        } catch (const pqxx::sql_error& e) {
+          // A deadline (a held lock, a stalled statement) cancelled it: the
+          // transaction rolled back and nothing is acknowledged. One by one
+          // each would wait as long again, so the batch fails as a whole,
+          // classified, and its writers retry.
+          if (auto kind = deadline_of(e); kind != deadline_kind::none)
+            return timed_out(self, kind, batch.size());
+          if (batch.size() == 1)
+            spdlog::error("inbox write failed: {}", e.what());
+          else
+            spdlog::warn("batch of {} failed ({}), retrying one by one",
+                         batch.size(), e.what());
+          return st.store->write_each(batch);
         } catch (const std::exception& e) {
           // A statement error: the transaction (or the autocommitted
           // append statement) rolled back and the connection lives.

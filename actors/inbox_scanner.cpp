@@ -121,10 +121,12 @@ void sweep(scanner_ptr self) {
 
 inbox_scanner_actor::behavior_type inbox_scanner(
   inbox_scanner_actor::stateful_pointer<inbox_scanner_state> self,
-  std::string database_url, switchboard_config cfg,
+  database_config database, switchboard_config cfg,
   switchboard_actor switchboard, node_context_ptr ctx) {
   auto& st = self->state;
-  st.store = std::make_unique<inbox_store>(std::move(database_url), "", 0);
+  st.store = std::make_unique<inbox_store>(database.url, "", 0);
+  st.store->set_deadlines(
+    {database.statement_timeout_ms, database.lock_timeout_ms});
   st.cfg = cfg;
   st.switchboard = std::move(switchboard);
   st.ctx = std::move(ctx);

@@ -50,7 +50,7 @@ struct inbox_scanner_state {
 /// period, so what overflowed waits for room, not for the next interval.
 inbox_scanner_actor::behavior_type inbox_scanner(
   inbox_scanner_actor::stateful_pointer<inbox_scanner_state> self,
-  std::string database_url, switchboard_config cfg,
+  database_config database, switchboard_config cfg,
   switchboard_actor switchboard, node_context_ptr ctx);
 
 } // namespace butlers

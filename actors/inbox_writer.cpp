@@ -374,6 +374,14 @@ void send_batch(writer_ptr self, int idx, write_batch batch,
         auto& st = self->state;
         release();
         st.unavailable->inc(size);
+        if (code_of(err) == butlers_errc::timeout) {
+          // A session deadline, not an outage: the connection is up and
+          // the next batch may pass. To its writers it is the same
+          // transient refusal (retry; an ingest client gets 503).
+          st.timeouts->inc();
+          err = caf::error{butlers_errc::database_unavailable,
+                           "database busy: " + message_of(err)};
+        }
         deliver(waiters, err);
         dispatch(self);
       });
@@ -531,6 +539,10 @@ void register_metrics(inbox_writer_state& st) {
                                  "Batched writes by kind", "op=\"named\"");
   st.unavailable = &m.get_counter("butlers_inbox_writer_unavailable_total",
                                   "Writes answered database_unavailable");
+  st.timeouts = &m.get_counter("butlers_db_deadline_exceeded_total",
+                               "Statements cancelled by a session deadline "
+                               "(statement_timeout or lock_timeout)",
+                               "session=\"writer\"");
   st.batch_sizes = &m.get_histogram("butlers_inbox_writer_batch_size",
                                     "Writes per group commit",
                                     {1, 2, 4, 8, 16, 32, 64, 128, 256, 512,

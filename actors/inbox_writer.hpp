@@ -181,6 +181,8 @@ struct inbox_writer_state {
   counter* worked = nullptr;
   counter* named_rows = nullptr;
   counter* unavailable = nullptr;
+  /// Batches a session deadline cancelled (also counted in `unavailable`).
+  counter* timeouts = nullptr;
   histogram* batch_sizes = nullptr;
   histogram* flush_ms = nullptr;
   gauge* connections_up = nullptr;

@@ -105,12 +105,11 @@ void start_group(supervisor_ptr self) {
                                               routing_settings{s.router,
                                                                s.policies},
                                               st.writer, st.ctx);
-  st.reader = self->spawn<caf::detached + caf::linked>(db_reader,
-                                                       s.database.url);
+  st.reader = self->spawn<caf::linked>(db_reader_pool, s.database, st.ctx);
   st.ctx->set_reader(st.reader);
   if (s.cluster.switchboard) {
     st.scanner = self->spawn<caf::detached + caf::linked>(inbox_scanner,
-                                                          s.database.url,
+                                                          s.database,
                                                           s.switchboard,
                                                           st.switchboard,
                                                           st.ctx);

@@ -33,8 +33,19 @@ struct database_config {
   /// ingest API then answers 503). Default "". Usually set through
   /// BUTLERS_DATABASE_URL.
   std::string url;
-  /// Reader connections. Default 4, range 1..64.
+  /// Reader connections: reads go to an idle one, so a slow read holds up
+  /// only its own connection. Default 4, range 1..64.
   uint32_t pool_size = 4;
+  /// Reads waiting for an idle reader connection, beyond which a read is
+  /// refused (`overload_rejected`). Default 1024, range 1..100000.
+  uint32_t reader_queue = 1024;
+  /// Milliseconds any statement of the node's sessions (writer, readers,
+  /// scanner) may run before PostgreSQL cancels it; 0 means no limit.
+  /// Default 30000, range 0..3600000.
+  uint32_t statement_timeout_ms = 30000;
+  /// Milliseconds a statement may wait for a lock before PostgreSQL cancels
+  /// it; 0 means no limit. Default 5000, range 0..3600000.
+  uint32_t lock_timeout_ms = 5000;
   /// Connections of the inbox writer. Default 4, range 1..16. With two or
   /// more, the first `lanes` carry lifecycle and routing writes and the
   /// others group-commit new requests and new work items, so neither waits

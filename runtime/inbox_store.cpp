@@ -56,6 +56,33 @@ const std::string& replanned(const std::string& name) {
 
 } // namespace
 
+void apply_deadlines(pqxx::connection& conn, session_deadlines d) {
+  pqxx::nontransaction{conn}.exec(
+    "SET statement_timeout = " + std::to_string(d.statement_ms)
+    + "; SET lock_timeout = " + std::to_string(d.lock_ms));
+}
+
+deadline_kind deadline_of(const std::exception& e) {
+  auto* sql = dynamic_cast<const pqxx::sql_error*>(&e);
+  if (sql == nullptr)
+    return deadline_kind::none;
+  auto state = sql->sqlstate();
+  if (state == "57014")
+    return deadline_kind::statement;
+  if (state == "55P03")
+    return deadline_kind::lock;
+  return deadline_kind::none;
+}
+
+const char* to_string(deadline_kind k) {
+  switch (k) {
+    case deadline_kind::statement: return "statement_timeout";
+    case deadline_kind::lock: return "lock_timeout";
+    case deadline_kind::none: break;
+  }
+  return "none";
+}
+
 inbox_store::inbox_store(std::string url, std::string owner, uint32_t lease_s)
   : url_(std::move(url)), owner_(std::move(owner)), lease_s_(lease_s) {
   // nop
@@ -74,6 +101,7 @@ void inbox_store::connect() {
   pqxx::nontransaction{*conn}.exec(
     "SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off; "
     "SET enable_nestloop = off; SET jit = off");
+  apply_deadlines(*conn, deadlines_);
   for (auto name : prepared)
     conn->prepare(name, named_query(name));
   conn_ = std::move(conn);
@@ -84,7 +112,12 @@ void inbox_store::disconnect() {
 }
 
 std::vector<std::string> inbox_store::migrate() {
-  return apply_migrations(*conn_);
+  // A migration may rewrite a large table or wait for an older node's
+  // transaction: it runs without the session's deadlines.
+  apply_deadlines(*conn_, session_deadlines{});
+  auto applied = apply_migrations(*conn_);
+  apply_deadlines(*conn_, deadlines_);
+  return applied;
 }
 
 int inbox_store::ensure_partitions(uint32_t ahead) {

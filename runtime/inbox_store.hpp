@@ -31,6 +31,27 @@ std::vector<named_result> run_named(pqxx::transaction_base& tx,
                                     const std::vector<named_statement>& in,
                                     bool prepared = false);
 
+/// Deadlines of a session: how long one statement may run, and how long it
+/// may wait for a lock (milliseconds; 0 means no limit).
+struct session_deadlines {
+  uint32_t statement_ms = 0;
+  uint32_t lock_ms = 0;
+};
+
+/// Applies `d` to the session of `conn` (`SET statement_timeout`,
+/// `SET lock_timeout`).
+void apply_deadlines(pqxx::connection& conn, session_deadlines d);
+
+/// Which deadline cancelled a statement, when one did.
+enum class deadline_kind : uint8_t { none, statement, lock };
+
+/// Classifies a libpqxx exception: SQLSTATE 57014 (query_canceled: the
+/// statement timeout) or 55P03 (lock_not_available: the lock timeout).
+deadline_kind deadline_of(const std::exception& e);
+
+/// "statement_timeout" or "lock_timeout" (logs and metric labels).
+const char* to_string(deadline_kind k);
+
 class inbox_store {
  public:
   /// `owner` names this node in leases and the transition log; claims hold
@@ -38,7 +59,13 @@ class inbox_store {
   inbox_store(std::string url, std::string owner, uint32_t lease_s);
   ~inbox_store();
 
-  /// Opens the connection and prepares the named statements.
+  /// The deadlines every later connection's session runs with.
+  void set_deadlines(session_deadlines d) {
+    deadlines_ = d;
+  }
+
+  /// Opens the connection, applies the deadlines and prepares the named
+  /// statements.
   void connect();
   void disconnect();
   bool connected() const {
@@ -103,6 +130,7 @@ class inbox_store {
   std::string owner_;
   uint32_t lease_s_;
   std::unique_ptr<pqxx::connection> conn_;
+  session_deadlines deadlines_;
 };
 
 } // namespace butlers

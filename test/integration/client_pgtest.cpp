@@ -166,7 +166,10 @@ class cli_process {
 class ClientNode : public node_fixture {
  protected:
   std::string config(uint16_t port, int max_in_flight) {
-    return node_head("client-test", 10, "", port) + "[switchboard]\n"
+    // `table_lock` holds the writer as long as a test needs: no lock
+    // deadline.
+    return node_head("client-test", 10, "", port)
+           + "[database]\nlock_timeout_ms = 0\n[switchboard]\n"
            + "max_in_flight = " + std::to_string(max_in_flight) + "\n"
            + "[[butler]]\nname = \"general\"\nmax_concurrent_sessions = 16\n"
              "max_pending = 20000\n[butler.runtime]\nturn_ms = 0\n"

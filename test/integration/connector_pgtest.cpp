@@ -107,7 +107,10 @@ class Connectors : public node_fixture {
     use_database("connectors");
     // What a killed node committed and never routed waits for the cold
     // path of the next start: sweep every second.
+    // Tests hold the writer with a table lock for as long as they need:
+    // no lock deadline.
     return node_head("connector-test", 5, http_extra)
+           + "[database]\nlock_timeout_ms = 0\n"
            + "[switchboard]\nscanner_interval_s = 1\nscanner_grace_s = 1\n"
            + butlers_toml() + connectors;
   }

@@ -101,15 +101,19 @@ class table_lock {
 class Ingest : public node_fixture {
  protected:
   /// Starts a node on this test's database; `extra` adds TOML tables,
-  /// `http_extra` adds keys to the [http] table.
+  /// `http_extra` adds keys to the [http] table, `database` is the
+  /// [database] table's keys. These tests hold table locks as gates
+  /// (`table_lock`) for as long as they need, so by default the writer
+  /// waits for a lock without a deadline.
   void start(const std::string& extra = "",
              std::map<std::string, std::string> env = {},
-             const std::string& http_extra = "") {
+             const std::string& http_extra = "",
+             const std::string& database = "lock_timeout_ms = 0\n") {
     use_database("ingest");
     auto butlers = butlers_toml();
-    ASSERT_TRUE(
-      start_node(node_head("ingest-test", 10, http_extra) + extra + butlers,
-                 std::move(env)));
+    ASSERT_TRUE(start_node(node_head("ingest-test", 10, http_extra)
+                             + "[database]\n" + database + extra + butlers,
+                           std::move(env)));
   }
 
   /// As the fixture's, and the node must exit cleanly (code 0).
@@ -509,6 +513,46 @@ TEST_F(Ingest, NoCommitWithinTheDeadlineAnswers504) {
   EXPECT_EQ(count("SELECT count(*) FROM message_inbox"), 1);
 }
 
+TEST_F(Ingest, AHeldInboxLockTimesTheWriterOutAndItRecoversLosingNothing) {
+  start("", {}, "", "lock_timeout_ms = 300\n");
+  for (int i = 0; i < 10; ++i)
+    ASSERT_EQ(ingest(envelope("before-" + std::to_string(i))).status, 202);
+  ASSERT_TRUE(all_parsed(10, 30s)) << states();
+  // An operator's transaction holds the inbox: every write to it waits.
+  pqxx::connection holder{url_};
+  pqxx::work held{holder};
+  held.exec("LOCK TABLE message_inbox IN ACCESS EXCLUSIVE MODE");
+  std::vector<http_response> refused(5);
+  run_concurrently(5, [&](int i) {
+    refused[i] = http_client{"127.0.0.1", port_}
+                   .post("/v1/ingest", envelope("during-" + std::to_string(i)));
+  });
+  for (auto& r : refused) {
+    EXPECT_EQ(r.status, 503) << r.body << r.error;
+    EXPECT_FALSE(r.headers["retry-after"].empty());
+    EXPECT_NE(r.body.find("lock_timeout (300 ms)"), std::string::npos)
+      << r.body;
+  }
+  EXPECT_GE(metric(metrics(),
+                   "butlers_db_deadline_exceeded_total{session=\"writer\"}"),
+            1);
+  EXPECT_NE(node_->log().find("hit the lock_timeout (300 ms)"),
+            std::string::npos);
+  held.commit();
+  // The writer's connections stayed up; the refused requests were not
+  // accepted, so their clients retry with the same keys and each is
+  // stored and completed once, beside the ten from before.
+  EXPECT_EQ(http_->get("/readyz").status, 200);
+  for (int i = 0; i < 5; ++i) {
+    auto r = ingest(envelope("during-" + std::to_string(i)));
+    EXPECT_EQ(r.status, 202) << r.body;
+    EXPECT_NE(r.body.find(R"("duplicate":false)"), std::string::npos);
+  }
+  ASSERT_TRUE(all_parsed(15, 30s)) << states();
+  EXPECT_EQ(count("SELECT count(*) FROM message_inbox"), 15);
+  EXPECT_EQ(parsed_transitions(), 15);
+}
+
 TEST_F(Ingest, DrainingAnswers503AndFinishesInFlightWork) {
   start();
   table_lock lock{url_};
@@ -561,7 +605,8 @@ TEST_F(Ingest, PartitionsAreCreatedAheadAndDroppedAfterRetention) {
             "'2020-01-15 00:00+00')");
     tx.commit();
   }
-  start("[database]\nretention_months = 1\npartitions_ahead = 2\n");
+  start("", {}, "",
+        "lock_timeout_ms = 0\nretention_months = 1\npartitions_ahead = 2\n");
   EXPECT_EQ(count("SELECT count(*) FROM pg_class WHERE relname = "
                   "'message_inbox_202001'"),
             0);
