@@ -816,6 +816,7 @@ const http_route_table<http_server::impl::handler>& http_server::impl::
     // (runtime/dashboard/README.md); the shell holds no data, so it is open.
     {m::get, "/", open, on_dashboard<&dashboard_api::file>},
     {m::get, "/index.html", open, on_dashboard<&dashboard_api::file>},
+    {m::get, "/chat", open, on_dashboard<&dashboard_api::file>},
     {m::get, "/assets/{file}", open, on_dashboard<&dashboard_api::file>},
     {m::get, "/api/overview", token, on_dashboard<&dashboard_api::overview>},
     {m::get, "/api/requests", token, on_dashboard<&dashboard_api::requests>},

@@ -343,6 +343,9 @@ class scripted_adapter final : public session_adapter {
     // it (bounded).
     bool more = st.turn < script_.turns
                 || (!st.steer_inbox.empty() && extra_turns_ < max_extra_turns);
+    // A run's max_steps bounds the extra turns too.
+    if (st.env.run_max_steps > 0 && st.turn >= st.env.run_max_steps)
+      more = false;
     if (more) {
       if (st.turn >= script_.turns)
         ++extra_turns_;
@@ -749,6 +752,22 @@ void begin(session_ptr self) {
       });
 }
 
+namespace {
+
+/// A thread turn's model and step limit (route.v1 run_options) replace the
+/// butler's for this session: the model its runtime names, its most model
+/// calls and its most scripted turns.
+void apply_run_options(runtime_config& rt, const route_envelope& env) {
+  if (!env.run_model.empty())
+    rt.model = env.run_model;
+  if (auto n = env.run_max_steps; n > 0) {
+    rt.max_model_calls = n;
+    rt.turns = std::min(rt.turns, n);
+  }
+}
+
+} // namespace
+
 session_actor::behavior_type session(
   session_actor::stateful_pointer<session_state> self, session_params params,
   work_item item, route_envelope env, butler_actor butler,
@@ -763,6 +782,7 @@ session_actor::behavior_type session(
   st.item = std::move(item);
   st.env = std::move(env);
   st.butler = std::move(butler);
+  apply_run_options(st.params.runtime, st.env);
   st.started = std::chrono::steady_clock::now();
   auto& p = st.params;
   if (p.tools && p.tool_base.max_calls > 0

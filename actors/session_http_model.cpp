@@ -63,6 +63,9 @@ constexpr size_t max_prompt_file = size_t{1} << 20;
 /// Everything the call loop needs, moved to its thread.
 struct http_model_run {
   runtime_config rt;
+  /// Where `rt.max_model_calls` came from, for the message of a run that
+  /// reaches it.
+  std::string calls_limit = "runtime.max_model_calls";
   model_call_settings settings;
   /// The conversation so far.
   std::vector<chat_message> messages;
@@ -411,7 +414,8 @@ adapter_result run_calls(http_model_run& r) {
                        "the model asked for "
                          + std::to_string(out.tool_calls.size())
                          + " tool call(s) after its last allowed call "
-                           "(runtime.max_model_calls = "
+                           "("
+                         + r.calls_limit + " = "
                          + std::to_string(r.rt.max_model_calls) + ")",
                        false, usage);
       chat_message turn{"assistant", answer};
@@ -446,6 +450,8 @@ class http_model_adapter final : public session_adapter {
     auto& st = self->state;
     auto run = std::make_shared<http_model_run>();
     run->rt = st.params.runtime;
+    if (st.env.run_max_steps > 0)
+      run->calls_limit = "options.max_steps of the turn";
     auto& s = run->settings;
     s.api = run->rt.kind == runtime_kind::anthropic ? model_api::anthropic
                                                     : model_api::openai;

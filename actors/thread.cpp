@@ -76,7 +76,7 @@ void note_message(thread_ptr self, const std::vector<std::string>& row,
 
 void process_next(thread_ptr self);
 void start_run(thread_ptr self, std::string run_id, std::string butler,
-               butler_actor hdl, std::string text);
+               butler_actor hdl, std::string text, run_options opts);
 void start_queued(thread_ptr self, const std::string& butler);
 
 /// Writes a run's state change (off the critical path; counted in
@@ -157,20 +157,20 @@ void finish_run(thread_ptr self, std::string run_id, std::string butler,
 /// Reserves the active slot of `butler` for run `run_id` at once (so no
 /// other start overtakes it), then looks the butler up and starts the run.
 void launch(thread_ptr self, std::string run_id, std::string butler,
-            std::string text) {
+            std::string text, run_options opts) {
   auto& st = self->state;
   auto& act = activity(self);
   act.runs.push_back(thread_run{run_id, butler, {}, {}, {}, false});
   self->request(st.env->registry, st.env->timeout, lookup_atom_v, butler)
     .then(
-      [self, run_id, butler, text](const butler_actor& hdl) {
+      [self, run_id, butler, text, opts](const butler_actor& hdl) {
         auto& act = activity(self);
         auto r = find_run(act.runs, run_id, false);
         if (r == nullptr)
           return; // cancelled meanwhile (and finished as such)
         auto unsent = std::move(r->unsent);
         act.runs.erase(act.runs.begin() + (r - act.runs.data()));
-        start_run(self, run_id, butler, hdl, text);
+        start_run(self, run_id, butler, hdl, text, opts);
         if (auto again = find_run(activity(self).runs, run_id, false))
           again->unsent = std::move(unsent);
       },
@@ -201,7 +201,8 @@ void start_queued(thread_ptr self, const std::string& butler) {
   auto q = std::move(*i);
   act.queued.erase(i);
   write_run_state(self, q.run_id, "accepted", "");
-  launch(self, std::move(q.run_id), std::move(q.butler), std::move(q.text));
+  launch(self, std::move(q.run_id), std::move(q.butler), std::move(q.text),
+         std::move(q.options));
 }
 
 // -- collect mode -------------------------------------------------------------
@@ -221,7 +222,7 @@ void close_window(thread_ptr self, size_t i) {
   auto w = std::move(act.collecting[i]);
   act.collecting.erase(act.collecting.begin() + static_cast<ptrdiff_t>(i));
   write_run_state(self, w.run_id(), "accepted", "");
-  launch(self, w.run_id(), w.butler(), w.input());
+  launch(self, w.run_id(), w.butler(), w.input(), w.options);
 }
 
 /// Closes the windows that are due (their run goes to its butler with every
@@ -281,13 +282,14 @@ void collect_turn(thread_ptr self, const thread_turn& t, const turn_decision& d,
     return;
   act.collecting.emplace_back(run_id, butler, collect_limits::of(st.env->cfg),
                               t.text, now);
+  act.collecting.back().options = options_of(t);
   self->send(st.env->directory, run_atom_v, run_id, st.id, true);
   publish_run(self, run_id, butler, "collecting");
 }
 
 /// Hands a run to its butler: route.execute with this thread as reply_to.
 void start_run(thread_ptr self, std::string run_id, std::string butler,
-               butler_actor hdl, std::string text) {
+               butler_actor hdl, std::string text, run_options opts) {
   auto& st = self->state;
   auto& act = activity(self);
   act.runs.push_back(thread_run{run_id, butler, hdl, {}, {}, false});
@@ -299,11 +301,13 @@ void start_run(thread_ptr self, std::string run_id, std::string butler,
   env.received_at = rfc3339_utc(unix_now_us());
   env.source_channel = "api";
   env.source_endpoint_identity = "threads";
-  env.source_sender_identity = "api";
+  env.source_sender_identity = opts.sender.empty() ? "api" : opts.sender;
   env.source_thread_identity = st.id;
   env.butler = butler;
   env.tool = "route.execute";
   env.prompt = std::move(text);
+  env.run_model = std::move(opts.model);
+  env.run_max_steps = opts.max_steps;
   route_request req{make_route_json(env), "thread", {}, untyped(self)};
   self->request(hdl, st.env->timeout, route_atom_v, std::move(req))
     .then(
@@ -454,7 +458,7 @@ void apply_turn(thread_ptr self, const thread_turn& t, const turn_decision& d,
     case turn_action::collect: collect_turn(self, t, d, run_id, butler); break;
     case turn_action::queue:
       st.env->queued->inc();
-      act.queued.push_back(queued_run{run_id, butler, t.text});
+      act.queued.push_back(queued_run{run_id, butler, t.text, options_of(t)});
       self->send(st.env->directory, run_atom_v, run_id, st.id, true);
       publish_run(self, run_id, butler, "queued");
       break;
@@ -463,7 +467,7 @@ void apply_turn(thread_ptr self, const thread_turn& t, const turn_decision& d,
         st.env->interrupted->inc();
         cancel_run(self, d.active_run_id);
       }
-      start_run(self, run_id, butler, hdl, t.text);
+      start_run(self, run_id, butler, hdl, t.text, options_of(t));
   }
 }
 
@@ -476,7 +480,8 @@ void persist_and_apply(thread_ptr self, pending_turn pt, butler_actor hdl,
   auto& t = pt.turn;
   named_statement stmt{"thread_turn_insert",
                        {st.id, t.message_id, t.text, run_id,
-                        std::string{stored_kind(d.action)}, butler}};
+                        std::string{stored_kind(d.action)}, butler, t.sender,
+                        t.model, std::to_string(t.max_steps)}};
   auto shared = std::make_shared<pending_turn>(std::move(pt));
   self->request(st.env->writer, st.env->timeout, exec_atom_v, std::move(stmt))
     .then(
@@ -610,10 +615,13 @@ void recover(thread_ptr self) {
           auto& run_id = row[0];
           auto& butler = row[1];
           auto input = collected_input_json(row[3]).value_or(row[3]);
+          run_options opts;
+          if (row.size() >= 7)
+            opts = {row[4], row[5], static_cast<uint32_t>(std::stoul(row[6]))};
           self->send(self->state.env->directory, run_atom_v, run_id,
                      self->state.id, true);
           if (row[2] == "queued") {
-            act.queued.push_back(queued_run{run_id, butler, input});
+            act.queued.push_back(queued_run{run_id, butler, input, opts});
             butlers.push_back(butler);
           } else {
             // A run whose collect window was open runs now with the turns
@@ -622,7 +630,7 @@ void recover(thread_ptr self) {
               write_run_state(self, run_id, "accepted", "");
             spdlog::info("thread {}: resuming run {} ({})", self->state.id,
                          run_id, row[2]);
-            launch(self, run_id, butler, std::move(input));
+            launch(self, run_id, butler, std::move(input), std::move(opts));
           }
         }
         for (auto& b : butlers)
@@ -667,7 +675,7 @@ uint32_t cancel_runs(thread_ptr self, const std::string& run_id) {
   // belongs to it, see `collect_turn`).
   for (auto i = act.collecting.begin(); i != act.collecting.end();) {
     if (run_id.empty() || i->run_id() == run_id) {
-      dropped.push_back(queued_run{i->run_id(), i->butler(), {}});
+      dropped.push_back(queued_run{i->run_id(), i->butler(), {}, {}});
       i = act.collecting.erase(i);
     } else {
       ++i;

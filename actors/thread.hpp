@@ -77,6 +77,7 @@ struct queued_run {
   std::string run_id;
   std::string butler;
   std::string text;
+  run_options options;
 };
 
 /// A turn waiting while the thread decides the previous one.

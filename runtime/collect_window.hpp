@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "runtime/config.hpp"
+#include "runtime/threads.hpp"
 
 namespace butlers {
 
@@ -103,6 +104,8 @@ class collect_window {
 
   /// The actor has a timer out for this window (at most one at a time).
   bool armed = false;
+  /// What the turn that opened the window asked of its run.
+  run_options options;
 
  private:
   std::string run_id_;

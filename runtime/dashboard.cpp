@@ -117,15 +117,20 @@ const char* const dashboard_csp
 std::optional<http_reply> dashboard_file(
   std::string_view path, std::optional<std::string_view> if_none_match) {
   std::string file;
+  bool page = true;
   if (path == "/" || path == "/index.html")
     file = "index.html";
+  else if (path == "/chat")
+    file = "chat.html";
   else if (path.substr(0, 8) == "/assets/"
-           && path.find('/', 8) == std::string_view::npos)
+           && path.find('/', 8) == std::string_view::npos) {
     file = std::string{path.substr(8)};
-  else
+    page = false;
+  } else {
     return std::nullopt;
-  // index.html is the page, not an asset.
-  if (path != "/" && path != "/index.html" && file == "index.html")
+  }
+  // The pages are pages, not assets.
+  if (!page && (file == "index.html" || file == "chat.html"))
     return std::nullopt;
   auto content = embedded("runtime/dashboard/" + file);
   if (!content)

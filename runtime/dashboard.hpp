@@ -26,9 +26,10 @@ namespace butlers {
 extern const char* const dashboard_csp;
 
 /// The answer for GET `path` of the dashboard shell (`/`, `/index.html`,
-/// `/assets/<file>`): the embedded file with its type, `ETag`,
-/// `Cache-Control: no-cache` (revalidate every time) and the CSP; 304 when
-/// `if_none_match` names its ETag. Nothing when `path` is no dashboard file.
+/// the chat's `/chat`, `/assets/<file>`): the embedded file with its type,
+/// `ETag`, `Cache-Control: no-cache` (revalidate every time) and the CSP; 304
+/// when `if_none_match` names its ETag. Nothing when `path` is no dashboard
+/// file.
 std::optional<http_reply> dashboard_file(
   std::string_view path, std::optional<std::string_view> if_none_match);
 

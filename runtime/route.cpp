@@ -6,6 +6,7 @@
 #include <ctime>
 
 #include "runtime/json.hpp"
+#include "runtime/threads.hpp"
 
 namespace butlers {
 
@@ -39,6 +40,40 @@ std::string join(const std::vector<violation>& xs, std::string_view prefix) {
     out += to_string(xs[i]);
   }
   return out;
+}
+
+/// Reads input.context.run_options (a thread turn's model and max_steps)
+/// into `out`; a rejection naming what is wrong.
+std::optional<route_rejection> read_run_options(const rapidjson::Value& context,
+                                                route_envelope& out) {
+  auto i = context.FindMember("run_options");
+  if (i == context.MemberEnd())
+    return std::nullopt;
+  auto bad = [](std::string what) {
+    return route_rejection{"validation_error",
+                           "input.context.run_options" + std::move(what)};
+  };
+  if (!i->value.IsObject())
+    return bad(" must be an object");
+  for (auto& m : i->value.GetObject()) {
+    std::string_view key{m.name.GetString(), m.name.GetStringLength()};
+    if (key == "model") {
+      if (!m.value.IsString()
+          || !valid_model_name(
+            {m.value.GetString(), m.value.GetStringLength()}))
+        return bad(".model must be 1..128 of letters, digits and ._:/@+-");
+      out.run_model = m.value.GetString();
+    } else if (key == "max_steps") {
+      if (!m.value.IsUint() || m.value.GetUint() < 1
+          || m.value.GetUint() > max_turn_steps)
+        return bad(".max_steps must be an integer in 1.."
+                   + std::to_string(max_turn_steps));
+      out.run_max_steps = m.value.GetUint();
+    } else {
+      return bad(" has an unknown field '" + std::string{key} + "'");
+    }
+  }
+  return std::nullopt;
 }
 
 } // namespace
@@ -165,7 +200,11 @@ std::optional<route_rejection> parse_route(std::string_view text,
   out.tool = member(doc["target"], "tool");
   out.prompt = member(doc["input"], "prompt");
   out.notify_request.clear();
+  out.run_model.clear();
+  out.run_max_steps = 0;
   if (auto context = object_at(doc["input"], "context")) {
+    if (auto bad = read_run_options(*context, out))
+      return bad;
     auto i = context->FindMember("notify_request");
     if (i != context->MemberEnd()) {
       auto nv = schema::get("notify.v1").validate(i->value);
@@ -199,8 +238,20 @@ std::string make_route_json(const route_envelope& x) {
   out += R"(,"target":{"butler":)" + quote(x.butler);
   out += R"(,"tool":)" + quote(x.tool.empty() ? "route.execute" : x.tool);
   out += R"(},"input":{"prompt":)" + quote(x.prompt);
+  std::string context;
   if (!x.notify_request.empty())
-    out += R"(,"context":{"notify_request":)" + x.notify_request + '}';
+    context += R"("notify_request":)" + x.notify_request;
+  if (!x.run_model.empty() || x.run_max_steps > 0) {
+    context += context.empty() ? R"("run_options":{)" : R"(,"run_options":{)";
+    if (!x.run_model.empty())
+      context += R"("model":)" + quote(x.run_model);
+    if (x.run_max_steps > 0)
+      context += (x.run_model.empty() ? R"("max_steps":)" : R"(,"max_steps":)")
+                 + std::to_string(x.run_max_steps);
+    context += '}';
+  }
+  if (!context.empty())
+    out += R"(,"context":{)" + context + '}';
   out += '}';
   if (!x.trace_parent.empty()) {
     out += R"(,"trace_context":{"traceparent":)" + quote(x.trace_parent);

@@ -122,6 +122,12 @@ struct route_envelope {
   std::string trace_parent;
   /// W3C tracestate, carried as trace_context.tracestate ("" = none).
   std::string trace_state;
+  /// input.context.run_options: the model the session's runtime uses
+  /// instead of its configured one ("" = the butler's) and the most steps
+  /// (model calls, scripted turns) it may take (0 = the butler's limit).
+  /// A thread turn's `model` and `options.max_steps`.
+  std::string run_model;
+  uint32_t run_max_steps = 0;
 };
 
 /// Why an envelope was refused: a taxonomy class and a message naming the

@@ -26,13 +26,40 @@ struct thread_turn {
   std::string expected_run_id;
   /// Target butler; "" means `general`.
   std::string butler;
+  /// Who sends it (e.g. "web:<id>"); "" means "api".
+  std::string sender;
+  /// The model the run this turn starts uses; "" means the butler's.
+  std::string model;
+  /// Most steps (model calls, scripted turns) of the run this turn
+  /// starts; 0 means the butler's limit.
+  uint32_t max_steps = 0;
 };
 
 template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, thread_turn& x) {
   return f(caf::meta::type_name("thread_turn"), x.thread_id, x.message_id,
-           x.text, x.mode, x.expected_run_id, x.butler);
+           x.text, x.mode, x.expected_run_id, x.butler, x.sender, x.model,
+           x.max_steps);
 }
+
+/// What a turn asks of the run it starts (the sender its route.v1
+/// envelope names, and route.v1 run_options); stored with the run.
+struct run_options {
+  std::string sender;
+  std::string model;
+  uint32_t max_steps = 0;
+};
+
+inline run_options options_of(const thread_turn& t) {
+  return {t.sender, t.model, t.max_steps};
+}
+
+/// Largest `options.max_steps` a turn takes.
+constexpr uint32_t max_turn_steps = 1000;
+
+/// A model name a turn (or a route.v1 run_options) may carry: 1..128 of
+/// [A-Za-z0-9._:/@+-].
+bool valid_model_name(std::string_view x);
 
 /// The answer to a turn: the run it went to and how, or why it was refused.
 struct turn_result {
@@ -96,9 +123,10 @@ typename Inspector::result_type inspect(Inspector& f, steer_applied& x) {
 /// Thread ids: 1..128 of [A-Za-z0-9._:-].
 bool valid_thread_id(std::string_view x);
 
-/// Reads a turn body `{message_id, text, mode?, expected_run_id?, butler?}`
-/// into `out` (thread_id is left alone). Returns "" when valid, else a
-/// message naming the field.
+/// Reads a turn body `{message_id, text, mode?, expected_run_id?, butler?,
+/// sender?, model?, options?: {max_steps?, mode?}}` into `out` (thread_id
+/// is left alone). Returns "" when valid, else a message naming the field;
+/// an unknown field is refused.
 std::string parse_turn_body(std::string_view body, thread_turn& out);
 
 /// One server-sent event frame: `event: <type>`, `data: <json>`, and an

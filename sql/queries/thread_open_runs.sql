@@ -2,13 +2,16 @@
 -- of the user messages that make its input (the one that started or queued
 -- it; for a run of collect mode, every turn collected for it), as a JSON
 -- array in transcript order: what a resumed thread actor picks up after
--- its node went down. $1 thread_id.
+-- its node went down, then the run's sender, model and max_steps ('' and
+-- 0 when the turn left them to the butler). $1 thread_id.
 SELECT r.run_id::text, r.butler, r.state,
        COALESCE((SELECT json_agg(t.body ORDER BY t.cursor)
                  FROM thread_transcript t
                  WHERE t.thread_id = r.thread_id AND t.run_id = r.run_id
                    AND t.role = 'user'
-                   AND t.kind IN ('start', 'queued', 'collect')), '[]')::text
+                   AND t.kind IN ('start', 'queued', 'collect')), '[]')::text,
+       COALESCE(r.sender, ''), COALESCE(r.model, ''),
+       COALESCE(r.max_steps, 0)::text
 FROM thread_runs r
 WHERE r.thread_id = $1
   AND r.state IN ('collecting', 'queued', 'accepted', 'running')

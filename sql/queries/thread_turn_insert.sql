@@ -1,7 +1,9 @@
 -- A user turn, stored before it is applied (spec 003 §8.1). $1 thread_id,
 -- $2 message_id, $3 text, $4 run_id (the new run for start and queued, the
 -- active run for steer, the collecting run for collect), $5 kind (start |
--- steer | queued | collect), $6 butler. start and queued also create the
+-- steer | queued | collect), $6 butler, $7 sender, $8 model and $9
+-- max_steps ('' and '0' for none: the run's options, stored with a run
+-- this turn creates). start and queued also create the
 -- run (state accepted | queued); collect creates it (state collecting) with
 -- the first turn of its window and joins it with the others. A stored turn
 -- is the thread's last message (threads.last_message_at).
@@ -26,11 +28,13 @@ WITH t AS (
   UPDATE threads SET updated_at = now(), last_message_at = now()
   WHERE thread_id = $1 AND EXISTS (SELECT 1 FROM ins)
 ), run AS (
-  INSERT INTO thread_runs (run_id, thread_id, butler, state)
+  INSERT INTO thread_runs (run_id, thread_id, butler, state, sender, model,
+                           max_steps)
   SELECT $4::uuid, $1, $6,
          CASE $5 WHEN 'queued' THEN 'queued'
                  WHEN 'collect' THEN 'collecting'
-                 ELSE 'accepted' END
+                 ELSE 'accepted' END,
+         NULLIF($7, ''), NULLIF($8, ''), NULLIF($9::integer, 0)
   FROM ins WHERE $5 <> 'steer'
   ON CONFLICT (run_id) DO NOTHING
 ), first AS (

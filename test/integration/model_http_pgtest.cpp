@@ -473,6 +473,85 @@ TEST_P(ModelHttp, ToolCallsPastMaxModelCallsEndTheRunWithAnError) {
     << "the pending calls are not made";
 }
 
+/// The `model` field of a call's body.
+std::string model_of(const fake_model_call& call) {
+  rapidjson::Document doc;
+  if (json::parse(call.body, doc) || !doc.IsObject() || !doc.HasMember("model")
+      || !doc["model"].IsString())
+    return {};
+  return doc["model"].GetString();
+}
+
+TEST_P(ModelHttp, ATurnChoosesItsRunsModelAndMaxSteps) {
+  start(false);
+  auto post = [&](const std::string& id, const std::string& extra) {
+    auto r = http_->post("/v1/threads/t-opts/turns",
+                         R"({"message_id":")" + id
+                           + R"(","text":"remember that I take aspirin")"
+                           + extra + "}");
+    EXPECT_EQ(r.status, 200) << r.body;
+    rapidjson::Document doc;
+    json::parse(r.body, doc);
+    auto run_id = doc.IsObject() && doc.HasMember("run_id")
+                    ? std::string{doc["run_id"].GetString()}
+                    : std::string{};
+    EXPECT_TRUE(eventually(
+      [&] {
+        return finished(run_id);
+      },
+      30s))
+      << id;
+    return run_id;
+  };
+  // A chosen model is the one the run's call names; the next turn, without
+  // one, gets the butler's.
+  auto chosen = post("o1", R"(,"model":"chosen-model-7")");
+  EXPECT_EQ(run_state(chosen), "ok") << reply_of(chosen);
+  auto plain = post("o2", "");
+  EXPECT_EQ(run_state(plain), "ok");
+  auto calls = fake_.calls();
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(model_of(calls[0]), "chosen-model-7");
+  EXPECT_EQ(model_of(calls[1]), "test-model");
+
+  // max_steps bounds the run's model calls: a model that asks for tools
+  // twice is stopped after the 2 calls its turn allows (the butler allows
+  // 16), and the message says which limit it reached.
+  fake_.push_tool_round(GetParam());
+  fake_.push_tool_round(GetParam());
+  auto bounded = post("o3", R"(,"options":{"max_steps":2})");
+  EXPECT_EQ(run_state(bounded), "error");
+  auto reply = reply_of(bounded);
+  EXPECT_NE(reply.find("options.max_steps of the turn = 2"), std::string::npos)
+    << reply;
+  EXPECT_EQ(fake_.call_count(), 4u) << "two calls, no third";
+  // With room for three, the same model gets its answer after two rounds.
+  fake_.push_tool_round(GetParam());
+  fake_.push_tool_round(GetParam());
+  auto roomy = post("o4", R"(,"model":"m2","options":{"max_steps":3})");
+  EXPECT_EQ(run_state(roomy), "ok") << reply_of(roomy);
+  calls = fake_.calls();
+  ASSERT_EQ(calls.size(), 7u);
+  for (size_t i = 4; i < 7; ++i)
+    EXPECT_EQ(model_of(calls[i]), "m2") << i;
+
+  // Refused before anything is stored, naming the field.
+  for (auto [extra, field] :
+       {std::pair<std::string, std::string>{R"(,"model":"a b")", "'model'"},
+        {R"(,"options":{"max_steps":0})", "'options.max_steps'"},
+        {R"(,"options":{"max_steps":5000})", "'options.max_steps'"},
+        {R"(,"options":{"steps":2})", "'options.steps'"}}) {
+    auto r = http_->post("/v1/threads/t-opts/turns",
+                         R"({"message_id":"bad","text":"x")" + extra + "}");
+    EXPECT_EQ(r.status, 400) << extra;
+    EXPECT_NE(r.body.find(field), std::string::npos) << r.body;
+  }
+  EXPECT_EQ(query("SELECT count(*)::text FROM thread_transcript WHERE "
+                  "thread_id = $1 AND message_id = 'bad'",
+                  "t-opts"),
+            "0");
+}
+
 INSTANTIATE_TEST_SUITE_P(Kinds, ModelHttp,
                          ::testing::Values("openai", "anthropic"),
                          [](const auto& info) {

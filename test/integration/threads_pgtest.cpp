@@ -267,9 +267,18 @@ TEST_F(Threads, BadInputAnswers4xxNamingTheProblem) {
   EXPECT_EQ(mode.status, 400);
   EXPECT_NE(mode.body.find("'mode'"), std::string::npos);
   auto extra = http_->post("/v1/threads/t-bad/turns",
-                           R"({"message_id":"a","text":"x","model":"y"})");
+                           R"({"message_id":"a","text":"x","temperature":1})");
   EXPECT_EQ(extra.status, 400);
-  EXPECT_NE(extra.body.find("'model'"), std::string::npos);
+  EXPECT_NE(extra.body.find("'temperature'"), std::string::npos);
+  auto model = http_->post("/v1/threads/t-bad/turns",
+                           R"({"message_id":"a","text":"x","model":"y z"})");
+  EXPECT_EQ(model.status, 400);
+  EXPECT_NE(model.body.find("'model'"), std::string::npos);
+  auto steps
+    = http_->post("/v1/threads/t-bad/turns",
+                  R"({"message_id":"a","text":"x","options":{"max_steps":0}})");
+  EXPECT_EQ(steps.status, 400);
+  EXPECT_NE(steps.body.find("'options.max_steps'"), std::string::npos);
   EXPECT_EQ(http_->post("/v1/threads/t-bad/turns", "{").status, 400);
   EXPECT_EQ(http_
               ->post("/v1/threads/t-bad/turns",

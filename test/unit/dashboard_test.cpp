@@ -54,6 +54,28 @@ TEST(Dashboard, ServesItsEmbeddedFilesWithTypeEtagAndCsp) {
   EXPECT_FALSE(dashboard_file("/sql/0001_inbox.sql", std::nullopt));
 }
 
+TEST(Dashboard, ServesTheChatPageAndItsAssets) {
+  auto page = dashboard_file("/chat", std::nullopt);
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_EQ(page->content_type, "text/html; charset=utf-8");
+  EXPECT_NE(page->body.find("/assets/chat.js"), std::string::npos);
+  EXPECT_NE(page->body.find("/assets/app.css"), std::string::npos)
+    << "the dashboard's style";
+  EXPECT_EQ(page->body.find("<script>"), std::string::npos);
+  EXPECT_EQ(header(*page, "Content-Security-Policy"), dashboard_csp);
+  auto js = dashboard_file("/assets/chat.js", std::nullopt);
+  ASSERT_TRUE(js);
+  EXPECT_EQ(js->content_type, "text/javascript; charset=utf-8");
+  // Built with textContent only.
+  EXPECT_EQ(js->body.find("innerHTML"), std::string::npos);
+  auto css = dashboard_file("/assets/chat.css", std::nullopt);
+  ASSERT_TRUE(css);
+  EXPECT_EQ(css->content_type, "text/css; charset=utf-8");
+  EXPECT_FALSE(dashboard_file("/assets/chat.html", std::nullopt));
+  EXPECT_FALSE(dashboard_file("/chat/", std::nullopt));
+}
+
 TEST(Dashboard, ListQueriesAreBoundedAndNameWhatTheyRefuse) {
   auto q = parse_dashboard_query("");
   EXPECT_EQ(q.offset, 0);

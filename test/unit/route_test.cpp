@@ -80,6 +80,51 @@ TEST(Route, TraceContextRoundTripsWithItsTracestate) {
   EXPECT_EQ(text.find("trace_context"), std::string::npos) << text;
 }
 
+TEST(Route, RunOptionsRoundTripAndAreChecked) {
+  auto env = sample();
+  env.run_model = "gpt-4o-mini";
+  env.run_max_steps = 3;
+  auto text = make_route_json(env);
+  EXPECT_TRUE(check("route.v1", text).empty()) << text;
+  EXPECT_NE(text.find(R"("run_options":{"model":"gpt-4o-mini","max_steps":3})"),
+            std::string::npos)
+    << text;
+  route_envelope back;
+  ASSERT_FALSE(parse_route(text, back));
+  EXPECT_EQ(back.run_model, "gpt-4o-mini");
+  EXPECT_EQ(back.run_max_steps, 3u);
+  // Beside a notify_request, one context holds both.
+  env.run_model.clear();
+  env.notify_request = R"({"schema_version":"notify.v1"})";
+  text = make_route_json(env);
+  EXPECT_NE(text.find(R"(,"run_options":{"max_steps":3}})"), std::string::npos)
+    << text;
+  // None: no run_options at all.
+  env = sample();
+  text = make_route_json(env);
+  EXPECT_EQ(text.find("run_options"), std::string::npos) << text;
+  ASSERT_FALSE(parse_route(text, back));
+  EXPECT_EQ(back.run_model, "");
+  EXPECT_EQ(back.run_max_steps, 0u);
+  // What another node (or a worker) sends is checked.
+  auto with = [&](const std::string& opts) {
+    auto t = make_route_json(sample());
+    auto at = t.find(R"("prompt":)");
+    return t.insert(at, R"("context":{"run_options":)" + opts + "},");
+  };
+  ASSERT_FALSE(parse_route(with(R"({"model":"m1","max_steps":1000})"), back));
+  EXPECT_EQ(back.run_max_steps, 1000u);
+  for (auto bad : {R"({"max_steps":0})", R"({"max_steps":1001})",
+                   R"({"max_steps":"2"})", R"({"model":"a b"})",
+                   R"({"model":""})", R"({"temperature":1})", R"([1])"}) {
+    auto r = parse_route(with(bad), back);
+    ASSERT_TRUE(r) << bad;
+    EXPECT_EQ(r->error_class, "validation_error");
+    EXPECT_NE(r->message.find("input.context.run_options"), std::string::npos)
+      << r->message;
+  }
+}
+
 TEST(Route, ParseNamesEveryViolation) {
   route_envelope out;
   auto bad = parse_route(R"({"schema_version":"route.v1","target":{}})", out);

@@ -228,7 +228,7 @@ TEST_F(Thread, ATurnWithNoActiveRunStartsARunOnItsButler) {
   auto turns = db->writes_of("thread_turn_insert");
   ASSERT_EQ(turns.size(), 1u);
   EXPECT_EQ(turns[0].params, (strings{"chat-1", "m1", "plan my week", r.run_id,
-                                      "start", "general"}));
+                                      "start", "general", "", "", "0"}));
   // The butler got route.execute for the run, answering to the thread.
   ASSERT_EQ(general->routes.size(), 1u);
   route_envelope sent;
@@ -262,6 +262,40 @@ TEST_F(Thread, ATurnGoesToTheButlerItNames) {
   EXPECT_EQ(health->routes.size(), 1u);
   EXPECT_TRUE(general->routes.empty());
   EXPECT_EQ(db->writes_of("thread_turn_insert")[0].params[5], "health");
+}
+
+TEST_F(Thread, ATurnsModelMaxStepsAndSenderGoWithItsRunEvenWhenQueued) {
+  start();
+  auto t = turn("m1");
+  t.model = "chosen-1";
+  t.max_steps = 3;
+  t.sender = "web:0123456789abcdef";
+  auto first = ask(t);
+  EXPECT_EQ(first.status, 200u);
+  // Stored with the run, and in its envelope.
+  auto stored = db->writes_of("thread_turn_insert")[0].params;
+  EXPECT_EQ(strings(stored.begin() + 6, stored.end()),
+            (strings{"web:0123456789abcdef", "chosen-1", "3"}));
+  ASSERT_EQ(general->routes.size(), 1u);
+  route_envelope sent;
+  ASSERT_FALSE(parse_route(general->routes[0].envelope, sent));
+  EXPECT_EQ(sent.run_model, "chosen-1");
+  EXPECT_EQ(sent.run_max_steps, 3u);
+  EXPECT_EQ(sent.source_sender_identity, "web:0123456789abcdef");
+  // A steer applies neither to the run it joins; a queued turn keeps its
+  // own until its run starts.
+  auto s = turn("m2", "steer", "also this");
+  s.model = "ignored";
+  ask(s);
+  auto q = turn("m3", "queue", "next thing");
+  q.max_steps = 7;
+  ask(q);
+  finish("w1", "first done");
+  ASSERT_EQ(general->routes.size(), 2u);
+  ASSERT_FALSE(parse_route(general->routes[1].envelope, sent));
+  EXPECT_EQ(sent.run_model, "");
+  EXPECT_EQ(sent.run_max_steps, 7u);
+  EXPECT_EQ(sent.source_sender_identity, "api") << "none given";
 }
 
 TEST_F(Thread, ARunsOutcomeJoinsTheTranscriptAndTheThreadGoesIdle) {
@@ -366,7 +400,7 @@ TEST_F(Thread, ASteerDuringARunGoesToItsWorkItem) {
   EXPECT_GT(general->steers[0].second.accepted_us, 0);
   EXPECT_EQ(db->writes_of("thread_turn_insert")[1].params,
             (strings{"chat-1", "m2", "also tuesday", first.run_id, "steer",
-                     "general"}));
+                     "general", "", "", "0"}));
   EXPECT_EQ(events().back(), "steer.accepted");
   EXPECT_EQ(metric("butlers_thread_steers_total"), 1u);
 }
@@ -639,7 +673,7 @@ TEST_F(CollectThread, TurnsWithinCollectMsBecomeOneRunWithEveryInputInOrder) {
   auto turns = db->writes_of("thread_turn_insert");
   ASSERT_EQ(turns.size(), 3u);
   EXPECT_EQ(turns[2].params, (strings{"chat-1", "m3", "at eight", a.run_id,
-                                      "collect", "general"}));
+                                      "collect", "general", "", "", "0"}));
   EXPECT_TRUE(general->routes.empty()) << "the window is open";
   EXPECT_EQ(idle_since(), -1) << "a thread with an open window is busy";
   // 500 ms after the last turn the window closes: one run, all three.

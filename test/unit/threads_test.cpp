@@ -56,6 +56,48 @@ TEST(TurnBody, NamesTheFieldThatIsWrong) {
   EXPECT_NE(err("{").find("JSON"), std::string::npos);
 }
 
+TEST(TurnBody, ReadsTheRunsModelMaxStepsAndSender) {
+  thread_turn t;
+  EXPECT_EQ(parse_turn_body(R"({"message_id":"m1","text":"hi","model":)"
+                            R"("claude-3-5-haiku@2024","sender":"web:ab12",)"
+                            R"("options":{"max_steps":7,"mode":"queue"}})",
+                            t),
+            "");
+  EXPECT_EQ(t.model, "claude-3-5-haiku@2024");
+  EXPECT_EQ(t.max_steps, 7u);
+  EXPECT_EQ(t.sender, "web:ab12");
+  EXPECT_EQ(t.mode, "queue") << "options.mode is the spec's place for it";
+  thread_turn u;
+  EXPECT_EQ(parse_turn_body(R"({"message_id":"m1","text":"hi"})", u), "");
+  EXPECT_EQ(u.model, "");
+  EXPECT_EQ(u.max_steps, 0u);
+  EXPECT_EQ(u.sender, "");
+}
+
+TEST(TurnBody, RefusesABadModelOrMaxStepsNamingTheField) {
+  auto err = [](const std::string& extra) {
+    thread_turn t;
+    return parse_turn_body(R"({"message_id":"m","text":"x",)" + extra + "}", t);
+  };
+  auto names = [&](const std::string& extra, const std::string& field) {
+    auto e = err(extra);
+    EXPECT_NE(e.find("'" + field + "'"), std::string::npos) << extra << e;
+  };
+  names(R"("model":"two words")", "model");
+  names(R"("model":7)", "model");
+  names(R"("model":")" + std::string(129, 'm') + R"(")", "model");
+  names(R"("options":{"max_steps":0})", "options.max_steps");
+  names(R"("options":{"max_steps":1001})", "options.max_steps");
+  names(R"("options":{"max_steps":2.5})", "options.max_steps");
+  names(R"("options":{"max_steps":"3"})", "options.max_steps");
+  names(R"("options":{"temperature":1})", "options.temperature");
+  names(R"("options":[1])", "options");
+  names(R"("mode":"steer","options":{"mode":"queue"})", "options.mode");
+  names(R"("sender":")" + std::string(129, 's') + R"(")", "sender");
+  EXPECT_EQ(err(R"("options":{"max_steps":1000})"), "");
+  EXPECT_EQ(err(R"("model":"")"), "") << "empty: the butler's model";
+}
+
 TEST(SseFrame, OneEventPerFrame) {
   EXPECT_EQ(sse_frame("run", R"({"a":1})"), "event: run\ndata: {\"a\":1}\n\n");
   EXPECT_EQ(sse_frame("transcript", "{}", "7"),
