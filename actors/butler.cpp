@@ -484,7 +484,12 @@ void store(butler_ptr self, route_request& req, route_envelope env,
       auto& st = self->state;
       st.pool->end_append();
       update_gauges(self);
-      reply(reject(self, env.request_id, "target_unavailable",
+      // The database's failure is reported as such, so that it does not
+      // count against this butler's circuit.
+      reply(reject(self, env.request_id,
+                   code_of(err) == butlers_errc::database_unavailable
+                     ? to_string(butlers_errc::database_unavailable)
+                     : to_string(butlers_errc::target_unavailable),
                    "work item not stored: " + self->system().render(err),
                    true));
     });

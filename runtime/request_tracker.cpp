@@ -303,12 +303,18 @@ void request_tracker::on_outcome(const route_response& r, clock::time_point now,
     settle(id, i, raw, out);
     advance(id, now, out);
   } else {
-    auto cls = to_string(error_class(normalize_error_class(r.error_class)));
+    auto reported = normalize_error_class(r.error_class);
+    auto cls = to_string(error_class(reported));
     if (cls != r.error_class && !r.error_class.empty())
       spdlog::info("request {}: downstream class '{}' normalized to {}", id,
                    r.error_class, cls);
-    if (cls == std::string{"target_unavailable"}
-        || cls == std::string{"timeout"})
+    if (reported == butlers_errc::database_unavailable) {
+      // The node's database failed the butler, not the butler itself: a
+      // database blip must not open every butler's circuit (and fail the
+      // requests after it fast). Its circuit is left as it is; the attempt
+      // is retried.
+    } else if (cls == std::string{"target_unavailable"}
+               || cls == std::string{"timeout"})
       circuit(seg.butler).on_failure(now);
     else
       circuit(seg.butler).on_success();

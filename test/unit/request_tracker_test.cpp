@@ -273,6 +273,34 @@ TEST_F(Tracker, FailuresOpenTheCircuitAndTheNextDispatchFailsFast) {
             1);
 }
 
+TEST_F(Tracker, ADatabaseFailureIsRetriedWithoutOpeningTheButlersCircuit) {
+  policy_config p;
+  p.tier = "default";
+  p.retry_max_attempts = 10;
+  make({p});
+  auto out = start({row("parallel", "seg-1", "health", true)});
+  auto d = out.dispatches[0];
+  // More failures than the threshold, each the node's database failing the
+  // butler: every one is retried as target_unavailable, every retry is
+  // dispatched, and the circuit stays closed.
+  for (int i = 0; i < 4; ++i) {
+    auto failed = outcome(error(d, "database_unavailable", true));
+    ASSERT_EQ(failed.retries.size(), 1u) << i;
+    tracker_actions again;
+    tracker->on_retry(id, "seg-1", now, again);
+    ASSERT_EQ(again.dispatches.size(), 1u) << i;
+    d = again.dispatches[0];
+  }
+  EXPECT_EQ(metrics
+              .get_gauge("butlers_switchboard_circuit_open", "",
+                         "butler=\"health\"")
+              .value(),
+            0);
+  auto done = outcome(ok(d));
+  ASSERT_EQ(done.finished.size(), 1u);
+  EXPECT_EQ(done.finished[0].done.state, "parsed");
+}
+
 TEST_F(Tracker, ALostHostHoldsTheCircuitOpenUntilOneReturns) {
   make();
   tracker->on_host_change("health", false, now);
