@@ -766,6 +766,7 @@ class session_runner final : public work_runner {
     params_.tool_base.node = bp.node;
     params_.tool_base.recipients = cfg.recipients;
     params_.tool_base.max_calls = cfg.max_tool_calls;
+    params_.approvals = approval_policy::of(cfg);
   }
 
   session_actor start(butler_ptr self, held_item& held) override {

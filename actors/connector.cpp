@@ -310,6 +310,11 @@ caf::result<append_result> submit(connector_ptr self, inbox_record&& rec) {
 void start_source(connector_ptr self, const connector_params& p) {
   connector_source_limits limits;
   limits.max_envelope_bytes = p.max_envelope_bytes;
+  limits.on_callback = [ctx = p.ctx](const std::string& bot,
+                                     const std::string& update) {
+    if (auto tools = ctx->tool_server())
+      caf::anon_send(tools, approve_atom_v, bot, update);
+  };
   auto src = make_connector_source(p.cfg, limits, p.ctx->metrics);
   if (!src)
     return;

@@ -1,5 +1,6 @@
 #include "actors/connector_api.hpp"
 
+#include <caf/send.hpp>
 #include <spdlog/spdlog.h>
 
 #include "actors/http_bridge.hpp"
@@ -102,6 +103,13 @@ void connector_api::telegram_webhook(const http_call& call, http_responder& out,
                                        "body exceeds http.max_body_bytes",
                                        std::nullopt,
                                        {}};
+  if (m.verdict == update_verdict::ignored && m.kind == "callback_query") {
+    // A press on an approval question's button (runtime/approvals.md).
+    if (auto tools = ctx_->tool_server())
+      caf::anon_send(tools, approve_atom_v, e->cfg.endpoint_identity,
+                     std::string{call.body});
+    return out.now(webhook_ack_reply("callback", {}, {}));
+  }
   if (m.verdict == update_verdict::ignored) {
     e->metrics.ignored->inc();
     spdlog::debug("connector {}: {} ignored: {}", name, update_label(m),

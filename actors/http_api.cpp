@@ -3,6 +3,7 @@
 #include <caf/actor_cast.hpp>
 
 #include "actors/http_bridge.hpp"
+#include "runtime/approvals.hpp"
 #include "runtime/http_checks.hpp"
 #include "runtime/thread_list.hpp"
 #include "runtime/threads.hpp"
@@ -310,6 +311,41 @@ void http_api::run_cancel(const http_call&, http_responder& out,
     return out.now(no_directory_reply(ctx_->status.database_configured));
   relay<uint32_t>(sys_, timeout(), out.later(), dir, run_cancel_reply,
                   cancel_atom_v, std::string{}, id);
+}
+
+void http_api::approval_post(const http_call& call, http_responder& out,
+                             const path_params& p) {
+  auto run_id = std::string{p["id"]};
+  auto id = std::string{p["approval_id"]};
+  if (!is_uuid(id))
+    return out.now(error_reply(butlers_errc::not_found, "no approval " + id));
+  std::string why;
+  auto body = parse_approval_post(call.body, why);
+  if (!body)
+    return out.now(error_reply(butlers_errc::validation_error, why));
+  auto tools = ctx_->tool_server();
+  if (!tools)
+    return out.now(error_reply(butlers_errc::target_unavailable,
+                               "the tool server is restarting"));
+  relay<tool_result>(
+    sys_, timeout(), out.later(), tools,
+    [id](const tool_result& r) {
+      if (r.status == tool_status::ok)
+        return json_reply(200, r.structured);
+      if (r.reason == "forbidden") {
+        auto reply = error_reply(butlers_errc::unauthorized, r.text);
+        reply.status = 403;
+        reply.bearer_challenge = false;
+        return reply;
+      }
+      if (r.reason == "not_found")
+        return error_reply(butlers_errc::not_found, r.text);
+      if (r.reason == "conflict")
+        return error_reply(butlers_errc::conflict, r.text);
+      return error_reply(butlers_errc::database_unavailable, r.text);
+    },
+    approve_atom_v, id, run_id, body->approve,
+    api_caller_identity(body->sender));
 }
 
 } // namespace butlers

@@ -134,6 +134,11 @@ class http_api {
   void run_cancel(const http_call& call, http_responder& out,
                   const path_params& p);
 
+  /// POST /v1/runs/{id}/approvals/{approval_id}: the run's starter answers
+  /// an approval question (runtime/approvals.md).
+  void approval_post(const http_call& call, http_responder& out,
+                     const path_params& p);
+
  private:
   /// Answers 200 with what `stmt` reads through the node's reader: the
   /// first column of its first row, a JSON document built in SQL. No row

@@ -778,6 +778,8 @@ const http_route_table<http_server::impl::handler>& http_server::impl::
     {m::get, "/v1/threads/{id}/transcript", token,
      on_api<&http_api::thread_transcript>},
     {m::post, "/v1/runs/{id}/cancel", token, on_api<&http_api::run_cancel>},
+    {m::post, "/v1/runs/{id}/approvals/{approval_id}", token,
+     on_api<&http_api::approval_post>},
     // Telegram cannot send the bearer token: the connector's secret token
     // guards its webhook instead.
     {m::post, "/v1/connectors/{name}/webhook", open,

@@ -292,7 +292,12 @@ using session_actor = caf::typed_actor<
   caf::reacts_to<usage_atom, session_usage>,
   /// INTERNAL, from the adapter's thread: it applied steer inputs at a
   /// boundary (passed to the observer).
-  caf::reacts_to<steer_atom, steer_applied>>;
+  caf::reacts_to<steer_atom, steer_applied>,
+  /// INTERNAL, from the adapter's thread: the model wants tool `tool` with
+  /// arguments `summary`, which needs a yes (key, tool, summary): decided
+  /// by the butler's approval policy or put to the run's starter through
+  /// the tool server; the answer goes to the adapter (`on_approval`).
+  caf::reacts_to<approve_atom, std::string, std::string, std::string>>;
 
 /// One run of the cli router, spawned detached per request (its process
 /// wait blocks).
@@ -371,7 +376,26 @@ using tool_server_actor = caf::typed_actor<
   /// INTERNAL: sweeps due reminders, then re-arms.
   caf::reacts_to<caf::tick_atom>,
   /// INTERNAL: a notify's wait for its delivery is over (its work id).
-  caf::reacts_to<timeout_atom, std::string>>::extend_with<route_listener_actor>;
+  caf::reacts_to<timeout_atom, std::string>,
+  /// A session asks for a yes (runtime/approvals.md): token, tool name and
+  /// arguments `{"summary","timeout_s"}`. Stored, put to the run's
+  /// starter, answered once decided: `text` is approved, denied or
+  /// expired (a retried run finds its earlier question and its answer).
+  caf::replies_to<approve_atom, tool_call>::with<tool_result>,
+  /// A person answers (approval_id, run_id or "" for any, approve, caller
+  /// identity "<channel>:<sender>"): ok with `{"approval_id","status"}`,
+  /// else the reason not_found, forbidden (not the run's starter) or
+  /// conflict (answered or expired already).
+  caf::replies_to<approve_atom, std::string, std::string, bool,
+                  std::string>::with<tool_result>,
+  /// A Telegram callback_query Update (bot, Update JSON) from a connector:
+  /// a press on a question's button; answered with answerCallbackQuery.
+  caf::reacts_to<approve_atom, std::string, std::string>,
+  /// INTERNAL: the question `approval_id` went out as Telegram message
+  /// `message_id`.
+  caf::reacts_to<approve_atom, std::string, int64_t>,
+  /// INTERNAL: question `approval_id` reached its expiry.
+  caf::reacts_to<expire_atom, std::string>>::extend_with<route_listener_actor>;
 
 // -- threads
 // -------------------------------------------------------------------

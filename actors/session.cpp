@@ -502,6 +502,10 @@ void session_adapter::on_steer(session_ptr) {
   // The inbox is read at the adapter's next turn.
 }
 
+void session_adapter::on_approval(const std::string&, bool) {
+  // Adapters that never ask hear no answers.
+}
+
 session_answer session_adapter::answer(std::string text) const {
   return {R"({"reply":)" + json::quote(text) + "}", text};
 }
@@ -857,6 +861,10 @@ session_actor::behavior_type session(
       if (!applied.inputs.empty() && st.observer)
         self->send(caf::actor_cast<thread_actor>(st.observer), steer_atom_v,
                    std::move(applied));
+    },
+    [self](approve_atom, std::string& key, std::string& tool,
+           std::string& summary) {
+      ask_approval(self, std::move(key), std::move(tool), std::move(summary));
     },
   };
 }

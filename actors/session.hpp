@@ -9,6 +9,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/interfaces.hpp"
+#include "runtime/approvals.hpp"
 #include "runtime/blocking_pool.hpp"
 #include "runtime/budget.hpp"
 #include "runtime/config.hpp"
@@ -76,6 +77,8 @@ struct session_params {
   /// What every session of the butler may reach (`recipients`,
   /// `max_calls`, the node); the rest of the scope comes from its work.
   tool_scope tool_base;
+  /// The butler's approvals (runtime/approvals.md).
+  approval_policy approvals;
 };
 
 /// The tool scope of a session of `params` for `item` and `env`.
@@ -126,6 +129,10 @@ class session_adapter {
 
   /// What the session answers for the adapter's final text.
   virtual session_answer answer(std::string text) const;
+
+  /// The answer to the adapter's approval request `key` (see
+  /// `approve_atom`). Adapters that never ask ignore it.
+  virtual void on_approval(const std::string& key, bool approved);
 };
 
 /// The adapter for sessions of `params.kind`.
@@ -208,6 +215,13 @@ bool run_without_session(const session_params& params, const work_item& item,
 void add_session_tools(session_ptr self, cli_family family,
                        std::vector<std::string>& argv,
                        std::vector<std::pair<std::string, std::string>>& env);
+
+/// Decides the adapter's approval request `key` for `tool`: by the
+/// butler's policy, or by the run's starter through the tool server (needs
+/// the session's token; without one it is denied). The answer goes to
+/// `adapter->on_approval`.
+void ask_approval(session_ptr self, std::string key, std::string tool,
+                  std::string summary);
 
 /// The prompt a CLI runtime gets: the butler's role, the request context as
 /// data, and the user's text fenced as untrusted data (spec 001 §6.1).

@@ -34,9 +34,10 @@ constexpr const char* client_version = "0.1.0";
 /// Writes only queue (subprocess::write_stdin), so nothing blocks under it.
 class codex_run {
  public:
-  codex_run(std::string prompt, session_actor me, std::string work_id)
-    : conv_(std::move(prompt), client_version), me_(std::move(me)),
-      work_id_(std::move(work_id)) {
+  codex_run(std::string prompt, session_actor me, std::string work_id,
+            bool ask_approvals)
+    : conv_(std::move(prompt), client_version, ask_approvals),
+      me_(std::move(me)), work_id_(std::move(work_id)) {
     box_.on_push([this] {
       on_input();
     });
@@ -80,6 +81,16 @@ class codex_run {
       step.done->error_class = "timeout";
       step.done->retryable = true;
     }
+    act(step);
+  }
+
+  /// The answer to approval request `key` (from the session).
+  void answer(const std::string& key, bool approved) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (!proc_)
+      return;
+    codex_step step;
+    conv_.answer_approval(key, approved, step);
     act(step);
   }
 
@@ -128,6 +139,9 @@ class codex_run {
       caf::anon_send(me_, delta_atom_v, std::move(step.delta));
     if (step.usage)
       caf::anon_send(me_, usage_atom_v, std::move(*step.usage));
+    for (auto& a : step.approvals)
+      caf::anon_send(me_, approve_atom_v, std::move(a.key), std::move(a.tool),
+                     std::move(a.summary));
     for (auto& applied : step.applied) {
       applied.work_id = work_id_;
       applied.applied_us = unix_now_us();
@@ -161,7 +175,8 @@ class codex_adapter final : public session_adapter {
     auto& rt = st.params.runtime;
     auto me = session_actor{self};
     run_ = std::make_shared<codex_run>(cli_prompt(st.params.butler, st.env), me,
-                                       st.item.work_id);
+                                       st.item.work_id,
+                                       st.params.approvals.active());
     // Input that waited for the run joins its first turn.
     on_steer(self);
     subprocess_options opts;
@@ -207,6 +222,11 @@ class codex_adapter final : public session_adapter {
     for (auto& in : inbox)
       run_->box().push(std::move(in));
     inbox.clear();
+  }
+
+  void on_approval(const std::string& key, bool approved) override {
+    if (run_)
+      run_->answer(key, approved);
   }
 
   void stop() override {

@@ -177,6 +177,9 @@ void start_group(supervisor_ptr self) {
   tp.writer = st.writer;
   tp.reader = st.reader;
   tp.registry = st.registry;
+  for (auto& c : s.connectors)
+    if (c.type == connector_type::telegram && c.enabled)
+      tp.telegram.push_back(c);
   st.tools = self->spawn<caf::linked>(tool_server, std::move(tp), st.ctx);
   st.ctx->set_tool_server(st.tools);
 }

@@ -787,6 +787,7 @@ tool_server_actor::behavior_type tool_server(tool_server_ptr self,
                                       "Reminders handed to their butler");
   st.duration = &m.get_histogram("butlers_tool_call_duration_ms",
                                  "Tool calls from arrival to answer");
+  init_approvals(self);
   self->send(self, caf::tick_atom_v);
   return {
     [self](tool_atom, tool_call& call) -> caf::result<tool_result> {
@@ -796,6 +797,7 @@ tool_server_actor::behavior_type tool_server(tool_server_ptr self,
     },
     [self](caf::tick_atom) {
       sweep(self);
+      approval_sweep(self);
       self->delayed_send(self,
                          std::chrono::milliseconds{
                            self->state.params.cfg.reminder_poll_ms},
@@ -803,6 +805,29 @@ tool_server_actor::behavior_type tool_server(tool_server_ptr self,
     },
     [self](timeout_atom, const std::string& work_id) {
       end_wait(self, work_id, nullptr);
+    },
+    [self](approve_atom, tool_call& call) -> caf::result<tool_result> {
+      auto rp = self->make_response_promise<tool_result>();
+      approval_ask(self, std::move(call), rp);
+      return rp;
+    },
+    [self](approve_atom, std::string& id, std::string& run_id, bool approve,
+           std::string& caller) -> caf::result<tool_result> {
+      auto rp = self->make_response_promise<tool_result>();
+      approval_answer(self, std::move(id), std::move(run_id), approve,
+                      std::move(caller), [rp](tool_result r) mutable {
+                        rp.deliver(std::move(r));
+                      });
+      return rp;
+    },
+    [self](approve_atom, const std::string& bot, const std::string& update) {
+      approval_callback(self, bot, update);
+    },
+    [self](approve_atom, const std::string& id, int64_t message_id) {
+      approval_noticed(self, id, message_id);
+    },
+    [self](expire_atom, const std::string& id) {
+      approval_expire(self, id);
     },
     [self](done_atom, route_response& r) {
       end_wait(self, r.work_id, &r);

@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -13,6 +15,7 @@
 #include "actors/interfaces.hpp"
 #include "actors/node_context.hpp"
 #include "actors/writer_client.hpp"
+#include "runtime/blocking_pool.hpp"
 #include "runtime/config.hpp"
 #include "runtime/metrics.hpp"
 #include "runtime/tools.hpp"
@@ -27,6 +30,29 @@ struct tool_server_params {
   inbox_writer_actor writer;
   db_reader_actor reader;
   registry_actor registry;
+  /// The node's Telegram connectors: whose bot puts approval questions to
+  /// people who wrote through it (runtime/approvals.md).
+  std::vector<connector_config> telegram;
+};
+
+/// An approval question waiting for its answer (runtime/approvals.md).
+struct approval_wait {
+  std::string approval_id;
+  std::string run_id;
+  std::string butler;
+  std::string tool;
+  std::string summary;
+  /// Who may answer: the run's starter.
+  std::string channel;
+  std::string endpoint;
+  std::string sender;
+  std::string thread;
+  /// Where the question was put ("telegram:<chat>:<message_id>").
+  std::string notice_ref;
+  int64_t expires_ms = 0;
+  /// The sessions waiting (a retried run may ask while its predecessor's
+  /// request is still here).
+  std::vector<caf::typed_response_promise<tool_result>> sessions;
 };
 
 struct tool_call_ctx;
@@ -55,6 +81,18 @@ struct tool_server_state {
   size_t in_flight = 0;
   /// A reminder sweep is out: one at a time.
   bool sweeping = false;
+  /// Approval questions sessions of this node wait for, by id; at most
+  /// `max_approvals_waiting` (more are denied at once, logged).
+  std::unordered_map<std::string, approval_wait> approvals;
+  /// The thread that talks to the Bot API for approvals (blocking HTTP).
+  std::shared_ptr<blocking_pool> approval_io;
+  /// Ticks since the last sweep of expired questions.
+  uint32_t approval_ticks = 0;
+  counter* approvals_asked = nullptr;
+  counter* approvals_answered = nullptr;
+  counter* approvals_expired = nullptr;
+  /// Answers refused: not the run's starter.
+  counter* approvals_refused = nullptr;
   // -- metrics ----------------------------------------------------------------
   counter* refused = nullptr;
   counter* reminders_fired = nullptr;
@@ -62,6 +100,39 @@ struct tool_server_state {
 };
 
 using tool_server_ptr = tool_server_actor::stateful_pointer<tool_server_state>;
+
+// -- approvals (actors/tool_server_approvals.cpp)
+// ------------------------------
+
+/// Questions waiting in one tool server at most.
+constexpr size_t max_approvals_waiting = 1024;
+
+/// Registers the approval metrics and starts the Bot API thread.
+void init_approvals(tool_server_ptr self);
+
+/// A session asks (see `approve_atom, tool_call`).
+void approval_ask(tool_server_ptr self, tool_call call,
+                  caf::typed_response_promise<tool_result> rp);
+
+/// A person answers (see `approve_atom, std::string, ...`); `done` gets the
+/// result on the actor's thread.
+void approval_answer(tool_server_ptr self, std::string approval_id,
+                     std::string run_id, bool approve, std::string caller,
+                     std::function<void(tool_result)> done);
+
+/// A Telegram callback_query from bot `bot`.
+void approval_callback(tool_server_ptr self, const std::string& bot,
+                       const std::string& update_json);
+
+/// The question went out as Telegram message `message_id`.
+void approval_noticed(tool_server_ptr self, const std::string& approval_id,
+                      int64_t message_id);
+
+/// The question's expiry passed.
+void approval_expire(tool_server_ptr self, const std::string& approval_id);
+
+/// Every minute or so: expires questions nobody waits for any more.
+void approval_sweep(tool_server_ptr self);
 
 /// The node's tool server (see `tool_server_actor`).
 tool_server_actor::behavior_type tool_server(tool_server_ptr self,

@@ -69,6 +69,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(butlers, caf::first_custom_type_id)
   CAF_ADD_ATOM(butlers, butlers, rollup_atom, "rollup")
   CAF_ADD_ATOM(butlers, butlers, tool_atom, "tool")
   CAF_ADD_ATOM(butlers, butlers, snapshot_atom, "snapshot")
+  CAF_ADD_ATOM(butlers, butlers, approve_atom, "approve")
 
   // -- message types
   // -----------------------------------------------------------

@@ -64,6 +64,30 @@ codex_token_usage breakdown(const Value& v) {
   return u;
 }
 
+/// What an approval request asks for: `command` (a string, or the older
+/// argv array) in `cwd`, else the files of `fileChanges`, else `reason`.
+std::string approval_text(const Value& params) {
+  std::string out;
+  if (auto* cmd = member(params, "command"); cmd != nullptr) {
+    if (cmd->IsString())
+      out = cmd->GetString();
+    else if (cmd->IsArray())
+      for (auto& a : cmd->GetArray())
+        if (a.IsString())
+          out += (out.empty() ? "" : " ") + std::string{a.GetString()};
+  }
+  if (auto* files = member(params, "fileChanges");
+      out.empty() && files != nullptr && files->IsObject())
+    for (auto& f : files->GetObject())
+      out += (out.empty() ? "" : ", ") + std::string{f.name.GetString()};
+  if (out.empty())
+    out = string_at(params, "reason");
+  auto cwd = string_at(params, "cwd");
+  if (!out.empty() && !cwd.empty())
+    out += " (in " + cwd + ")";
+  return out.empty() ? std::string{"(no details)"} : out;
+}
+
 /// Fills the notification or request fields from `params`.
 void read_params(const Value& params, codex_message& m) {
   m.thread_id = string_at(params, "threadId");
@@ -92,6 +116,8 @@ void read_params(const Value& params, codex_message& m) {
   if (auto* usage = member(params, "tokenUsage"); usage != nullptr)
     if (auto* total = member(*usage, "total"); total != nullptr)
       m.usage = breakdown(*total);
+  if (codex_is_approval(m.method))
+    m.summary = approval_text(params);
 }
 
 void read_result(const Value& result, codex_message& m) {
@@ -121,8 +147,32 @@ std::string codex_initialized() {
   return R"({"method":"initialized"})";
 }
 
-std::string codex_thread_start(int64_t id) {
-  return request(id, "thread/start", R"({"approvalPolicy":"never"})");
+std::string codex_thread_start(int64_t id, bool ask_approvals) {
+  return request(id, "thread/start",
+                 ask_approvals ? R"({"approvalPolicy":"on-request"})"
+                               : R"({"approvalPolicy":"never"})");
+}
+
+bool codex_is_approval(std::string_view method) {
+  return method == "item/commandExecution/requestApproval"
+         || method == "item/fileChange/requestApproval"
+         || method == "execCommandApproval" || method == "applyPatchApproval";
+}
+
+std::string codex_approval_tool(std::string_view method) {
+  return method == "item/commandExecution/requestApproval"
+             || method == "execCommandApproval"
+           ? "shell"
+           : "apply_patch";
+}
+
+std::string codex_approval_answer(std::string_view id_json,
+                                  std::string_view method, bool approved) {
+  bool v2 = method.find('/') != std::string_view::npos;
+  const char* decision = v2 ? (approved ? "accept" : "decline")
+                            : (approved ? "approved" : "denied");
+  return R"({"id":)" + std::string{id_json} + R"(,"result":{"decision":")"
+         + decision + R"("}})";
 }
 
 std::string codex_turn_start(int64_t id, std::string_view thread_id,
@@ -225,9 +275,20 @@ codex_message parse_codex_line(std::string_view line) {
 
 // -- codex_conversation -------------------------------------------------------
 
-codex_conversation::codex_conversation(std::string prompt, std::string version)
-  : prompt_(std::move(prompt)), version_(std::move(version)) {
+codex_conversation::codex_conversation(std::string prompt, std::string version,
+                                       bool ask_approvals)
+  : prompt_(std::move(prompt)), version_(std::move(version)),
+    ask_approvals_(ask_approvals) {
   // nop
+}
+
+void codex_conversation::answer_approval(const std::string& key, bool approved,
+                                         codex_step& out) {
+  auto i = approvals_.find(key);
+  if (i == approvals_.end() || phase_ == phase::finished)
+    return;
+  out.writes.push_back(codex_approval_answer(key, i->second, approved));
+  approvals_.erase(i);
 }
 
 void codex_conversation::start(codex_step& out) {
@@ -247,6 +308,13 @@ void codex_conversation::on_line(std::string_view line, codex_step& out) {
     case codex_message_kind::error_response: on_error_response(m, out); return;
     case codex_message_kind::notification: on_notification(m, out); return;
     case codex_message_kind::request:
+      if (ask_approvals_ && codex_is_approval(m.method)
+          && approvals_.size() < 64 && approvals_.count(m.id) == 0) {
+        approvals_.emplace(m.id, m.method);
+        out.approvals.push_back(
+          {m.id, codex_approval_tool(m.method), m.summary});
+        return;
+      }
       out.writes.push_back(codex_decline(m.id, m.method));
       return;
     case codex_message_kind::invalid: return; // not ours to read
@@ -281,7 +349,7 @@ void codex_conversation::on_response(const codex_message& m, codex_step& out) {
   if (m.number == initialize_id_ && phase_ == phase::initializing) {
     out.writes.push_back(codex_initialized());
     thread_start_id_ = next_id_++;
-    out.writes.push_back(codex_thread_start(thread_start_id_));
+    out.writes.push_back(codex_thread_start(thread_start_id_, ask_approvals_));
     phase_ = phase::starting_thread;
     return;
   }

@@ -37,8 +37,24 @@ std::string codex_initialize(int64_t id, std::string_view version);
 std::string codex_initialized();
 
 /// `thread/start`: a new thread on the server's configuration, with
-/// `approvalPolicy: "never"` (nobody is there to approve; as `codex exec`).
-std::string codex_thread_start(int64_t id);
+/// `approvalPolicy` "never" (nobody is there to approve; as `codex exec`),
+/// or "on-request" when the butler's approvals are handed to a person or a
+/// policy (`ask_approvals`).
+std::string codex_thread_start(int64_t id, bool ask_approvals = false);
+
+/// Whether `method` is a server request for an approval (command execution
+/// or file change; the v2 and the older names).
+bool codex_is_approval(std::string_view method);
+
+/// The tool name an approval request is for: "shell" (command execution)
+/// or "apply_patch" (file change).
+std::string codex_approval_tool(std::string_view method);
+
+/// The answer to approval request `method` with id `id_json`: v2 methods
+/// take `{"decision":"accept"|"decline"}`, the older ones
+/// `"approved"|"denied"`.
+std::string codex_approval_answer(std::string_view id_json,
+                                  std::string_view method, bool approved);
 
 /// `turn/start` on `thread_id` with one `text` input item per text.
 std::string codex_turn_start(int64_t id, std::string_view thread_id,
@@ -118,6 +134,9 @@ struct codex_message {
   std::string model;
   /// thread/tokenUsage/updated: `tokenUsage.total` (the thread so far).
   std::optional<codex_token_usage> usage;
+  /// Approval requests: what is asked for (the command, or the files a
+  /// patch changes, else the reason), as the model wrote it.
+  std::string summary;
 };
 
 /// Reads one line. Never throws, whatever the input.
@@ -138,12 +157,28 @@ struct codex_step {
   std::vector<steer_applied> applied;
   /// The run ended: the last agent message, or why it failed.
   std::optional<adapter_result> done;
+  /// Approval requests the server made, to be answered with
+  /// `codex_conversation::answer_approval`.
+  struct approval {
+    /// The request's id (JSON text): what answer_approval takes.
+    std::string key;
+    std::string tool;
+    std::string summary;
+  };
+  std::vector<approval> approvals;
 };
 
 class codex_conversation {
  public:
-  /// `prompt` opens the first turn; `version` goes into clientInfo.
-  codex_conversation(std::string prompt, std::string version);
+  /// `prompt` opens the first turn; `version` goes into clientInfo. With
+  /// `ask_approvals`, the server's approval requests come out as
+  /// `codex_step::approvals` instead of being declined at once.
+  codex_conversation(std::string prompt, std::string version,
+                     bool ask_approvals = false);
+
+  /// Answers the approval request `key` (a `codex_step::approvals` entry);
+  /// nothing when it is not waiting.
+  void answer_approval(const std::string& key, bool approved, codex_step& out);
 
   /// Writes `initialize`. Input given before (`on_input`) joins the
   /// first turn.
@@ -219,6 +254,9 @@ class codex_conversation {
   /// The last `error` notification the server will not retry.
   std::string last_error_;
   std::optional<codex_token_usage> tokens_;
+  bool ask_approvals_ = false;
+  /// Approval requests waiting for their answer: id (JSON) → method.
+  std::map<std::string, std::string> approvals_;
 };
 
 } // namespace butlers

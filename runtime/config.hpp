@@ -399,6 +399,18 @@ struct butler_config {
   /// Tool calls one session may make; 0 gives its sessions no tools.
   /// Default 64, range 0..10000.
   uint32_t max_tool_calls = 64;
+  /// What happens when a session wants a tool that needs a person's yes
+  /// (runtime/approvals.md): "ask" the run's starter, "allow" or "deny"
+  /// without asking. Default "deny".
+  std::string approvals = "deny";
+  /// Tool names (`*` globs) approved without asking. Default empty.
+  std::vector<std::string> approvals_allow;
+  /// Tool names (`*` globs) refused without asking; they win over
+  /// `approvals_allow`. Default empty.
+  std::vector<std::string> approvals_deny;
+  /// Seconds a question waits for its answer before it is denied
+  /// (expired). Default 600, range 1..86400.
+  uint32_t approval_timeout_s = 600;
 };
 
 /// `[messenger.adapter.reactions]` of a telegram adapter: the emoji of each

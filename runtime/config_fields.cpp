@@ -505,6 +505,15 @@ const fields<butler_config>& butler_fields() {
           address()),
     integer("max_tool_calls", &c::max_tool_calls, 0, 10000,
             "tool calls one session may make; 0: no tools"),
+    text("approvals", &c::approvals,
+         "a tool that needs a yes: ask the run's starter, allow or deny",
+         one_of({"ask", "allow", "deny"})),
+    texts("approvals_allow", &c::approvals_allow,
+          "tool names (* globs) approved without asking", not_empty()),
+    texts("approvals_deny", &c::approvals_deny,
+          "tool names (* globs) refused without asking", not_empty()),
+    integer("approval_timeout_s", &c::approval_timeout_s, 1, 86400,
+            "seconds a question waits before it is denied"),
   };
   return list;
 }

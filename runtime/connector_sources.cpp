@@ -24,6 +24,7 @@ std::unique_ptr<connector_source> make_connector_source(
       o.endpoint_identity = cfg.endpoint_identity;
       o.poll_timeout_s = cfg.poll_timeout_s;
       o.batch = cfg.max_in_flight;
+      o.on_callback = limits.on_callback;
       return std::make_unique<telegram_poll_source>(std::move(o));
     }
     case connector_type::jsonl: {

@@ -5,7 +5,9 @@
 // and one case here.
 
 #include <cstddef>
+#include <functional>
 #include <memory>
+#include <string>
 
 #include "runtime/config.hpp"
 #include "runtime/connector_source.hpp"
@@ -18,6 +20,10 @@ struct connector_source_limits {
   /// `http.max_body_bytes`: the largest envelope (a longer JSONL line, a
   /// bigger mail is invalid).
   size_t max_envelope_bytes = size_t{1} << 20;
+  /// telegram: where callback_query Updates go (a press on an approval
+  /// question's button; runtime/approvals.md), as (bot, Update JSON text).
+  /// Empty: they are ignored like other kinds.
+  std::function<void(const std::string&, const std::string&)> on_callback;
 };
 
 /// The source a connector of `cfg.type` (and `cfg.mode`) runs on its own

@@ -98,7 +98,7 @@ http_request get_updates_request(const std::string& api_base,
   req.body += R"("timeout":)" + std::to_string(timeout_s) + R"(,"limit":)"
               + std::to_string(limit)
               + R"(,"allowed_updates":["message","edited_message",)"
-                R"("channel_post"]})";
+                R"("channel_post","callback_query"]})";
   // The long poll plus time for the answer to come.
   req.timeout = std::chrono::seconds{timeout_s + 15};
   req.connect_timeout = std::chrono::seconds{10};
@@ -161,7 +161,12 @@ std::optional<int64_t> telegram_poll_source::take(
       case update_verdict::envelope:
         subs.push_back(submission{std::move(m.envelope), {}});
         break;
-      case update_verdict::ignored: sink.count(source_event::ignored); break;
+      case update_verdict::ignored:
+        if (m.kind == "callback_query" && opts_.on_callback)
+          opts_.on_callback(opts_.endpoint_identity, text);
+        else
+          sink.count(source_event::ignored);
+        break;
       case update_verdict::invalid:
         sink.count(source_event::invalid);
         spdlog::warn("connector {}: update {} is invalid and was dropped: {}",

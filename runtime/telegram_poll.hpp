@@ -81,6 +81,8 @@ class telegram_poll_source final : public connector_source {
     std::chrono::milliseconds max_backoff{60000};
     /// Defaults to the shared HTTP client.
     fetch_fn fetch;
+    /// callback_query Updates go here (bot, Update JSON); empty: ignored.
+    std::function<void(const std::string&, const std::string&)> on_callback;
   };
 
   explicit telegram_poll_source(options opts);

@@ -416,7 +416,8 @@ TEST_F(TelegramPolling, UpdatesPushedToTheFakeReachButlers) {
   ASSERT_FALSE(polls.empty());
   auto allowed = polls.back().param("allowed_updates");
   ASSERT_NE(allowed, nullptr);
-  EXPECT_EQ(allowed->Size(), 3u);
+  // message, edited_message, channel_post and callback_query (approvals).
+  EXPECT_EQ(allowed->Size(), 4u);
 }
 
 TEST_F(TelegramPolling, TheOffsetIsConfirmedOnlyAfterTheCommit) {

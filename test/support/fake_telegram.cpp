@@ -316,6 +316,12 @@ fake_telegram::method_result fake_telegram::dispatch(const std::string& method,
     return send_message(c);
   if (m == "setmessagereaction")
     return set_message_reaction(c);
+  if (m == "answercallbackquery")
+    return answer_callback_query(c);
+  if (m == "editmessagetext")
+    return edit_message(c, true);
+  if (m == "editmessagereplymarkup")
+    return edit_message(c, false);
   if (m == "setwebhook")
     return set_webhook(c);
   if (m == "deletewebhook")

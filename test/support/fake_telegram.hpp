@@ -10,9 +10,10 @@
 //
 // Methods: getMe, getUpdates (long polling; `offset` confirms, `timeout`,
 // `limit`, `allowed_updates`; a second poller ends the first with 409),
-// sendMessage, setMessageReaction, setWebhook, deleteWebhook,
-// getWebhookInfo; any other method is 404 "Not Found", a wrong token 401
-// "Unauthorized". The test queues Updates, injects faults, and reads back
+// sendMessage (with reply_markup), setMessageReaction, setWebhook,
+// deleteWebhook, getWebhookInfo, answerCallbackQuery, editMessageText,
+// editMessageReplyMarkup; any other method is 404 "Not Found", a wrong token
+// 401 "Unauthorized". The test queues Updates, injects faults, and reads back
 // every call. Thread-safe; the destructor stops the server and joins its
 // threads (a held long poll or stall ends at once).
 
@@ -136,6 +137,11 @@ struct telegram_sent_message {
   std::string parse_mode;
   /// Unix time.
   int64_t date = 0;
+  /// reply_markup as JSON text ("" when none), as last set (sendMessage,
+  /// editMessageText, editMessageReplyMarkup).
+  std::string reply_markup;
+  /// How many times editMessageText or editMessageReplyMarkup changed it.
+  int edits = 0;
 };
 
 struct fake_telegram_options {
@@ -248,6 +254,13 @@ class fake_telegram {
   bool wait_for_calls_arrived(std::string_view method, size_t n,
                               std::chrono::milliseconds timeout) const;
 
+  /// A callback_query Update: user `from_id` pressed a button with
+  /// `data` on the bot's message `message_id` in `chat_id` (push it with
+  /// push_update, or POST it to a webhook).
+  std::string callback_query_update(int64_t from_id, int64_t chat_id,
+                                    int64_t message_id,
+                                    std::string_view data) const;
+
   /// Messages the bot sent to `chat_id`, in order.
   std::vector<telegram_sent_message> messages_to(int64_t chat_id) const;
 
@@ -285,6 +298,8 @@ class fake_telegram {
   method_result get_updates(const telegram_call& c);
   method_result send_message(const telegram_call& c);
   method_result set_message_reaction(const telegram_call& c);
+  method_result answer_callback_query(const telegram_call& c);
+  method_result edit_message(const telegram_call& c, bool text);
   method_result set_webhook(const telegram_call& c);
   method_result delete_webhook(const telegram_call& c);
   method_result get_webhook_info();

@@ -2,6 +2,7 @@
 // one checks, remembers and answers.
 
 #include <algorithm>
+#include <atomic>
 #include <ctime>
 
 #include "runtime/json.hpp"
@@ -178,6 +179,9 @@ fake_telegram::method_result fake_telegram::send_message(
   sent.reply_to_message_id = reply_to;
   sent.parse_mode = parse_mode;
   sent.date = static_cast<int64_t>(std::time(nullptr));
+  if (auto* markup = c.param("reply_markup"))
+    sent.reply_markup = markup->IsString() ? markup->GetString()
+                                           : json::to_string(*markup);
   std::string msg = R"({"message_id":)" + std::to_string(sent.message_id)
                     + R"(,"from":{"id":)" + std::to_string(bot_id())
                     + R"(,"is_bot":true,"first_name":)"
@@ -226,6 +230,62 @@ fake_telegram::method_result fake_telegram::set_message_reaction(
   reactions_[{*chat_id, *message_id}].push_back(emoji);
   changed_.notify_all();
   return {200, ok("true")};
+}
+
+fake_telegram::method_result fake_telegram::answer_callback_query(
+  const telegram_call& c) {
+  auto id = c.string_param("callback_query_id").value_or("");
+  if (id.empty())
+    return {400, failure(400, "Bad Request: query is too old and response "
+                              "timeout expired or query ID is invalid")};
+  return {200, ok("true")};
+}
+
+fake_telegram::method_result fake_telegram::edit_message(const telegram_call& c,
+                                                         bool text) {
+  auto chat_id = c.int_param("chat_id");
+  auto message_id = c.int_param("message_id");
+  if (!chat_id || !message_id)
+    return {400, failure(400, "Bad Request: message to edit not found")};
+  auto new_text = c.string_param("text").value_or("");
+  if (text && trim(new_text).empty())
+    return {400, failure(400, "Bad Request: message text is empty")};
+  std::lock_guard<std::mutex> guard{mtx_};
+  auto& sent = sent_[*chat_id];
+  auto i = std::find_if(sent.begin(), sent.end(),
+                        [&](const telegram_sent_message& m) {
+                          return m.message_id == *message_id;
+                        });
+  if (i == sent.end())
+    return {400, failure(400, "Bad Request: message to edit not found")};
+  if (text)
+    i->text = new_text;
+  i->reply_markup.clear();
+  if (auto* markup = c.param("reply_markup"))
+    i->reply_markup = markup->IsString() ? markup->GetString()
+                                         : json::to_string(*markup);
+  ++i->edits;
+  changed_.notify_all();
+  return {200,
+          ok(R"({"message_id":)" + std::to_string(*message_id) + R"(,"chat":)"
+             + chat_json(*chat_id) + R"(,"date":)" + std::to_string(i->date)
+             + R"(,"text":)" + json::quote(i->text) + "}")};
+}
+
+std::string fake_telegram::callback_query_update(int64_t from_id,
+                                                 int64_t chat_id,
+                                                 int64_t message_id,
+                                                 std::string_view data) const {
+  static std::atomic<int64_t> next{1};
+  return R"({"callback_query":{"id":")" + std::to_string(next++)
+         + R"(","from":{"id":)" + std::to_string(from_id)
+         + R"(,"is_bot":false,"first_name":"Tester"},"message":{)"
+           R"("message_id":)"
+         + std::to_string(message_id) + R"(,"chat":{"id":)"
+         + std::to_string(chat_id)
+         + R"(,"type":"private"},"date":1730910000,"text":"?"},)"
+           R"("chat_instance":"1","data":)"
+         + json::quote(data) + "}}";
 }
 
 fake_telegram::method_result fake_telegram::set_webhook(

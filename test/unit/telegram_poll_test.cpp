@@ -89,13 +89,13 @@ TEST(GetUpdates, EverythingElseIsRetriedAfterABackoff) {
   }
 }
 
-TEST(GetUpdates, TheRequestAsksForTheThreeKindsFromTheOffset) {
+TEST(GetUpdates, TheRequestAsksForTheThreeKindsAndButtonPressesFromTheOffset) {
   auto req = get_updates_request("http://127.0.0.1:9", "123:abc", 42, 30, 100);
   EXPECT_EQ(req.method, "POST");
   EXPECT_EQ(req.url, "http://127.0.0.1:9/bot123:abc/getUpdates");
   EXPECT_EQ(req.body, R"({"offset":42,"timeout":30,"limit":100,)"
                       R"("allowed_updates":["message","edited_message",)"
-                      R"("channel_post"]})");
+                      R"("channel_post","callback_query"]})");
   EXPECT_GT(req.timeout, 30s) << "longer than the long poll";
   auto first = get_updates_request("http://x", "t", 0, 0, 1);
   EXPECT_EQ(first.body.find("offset"), std::string::npos);

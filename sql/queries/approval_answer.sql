@@ -1,0 +1,7 @@
+-- Answers a pending approval request. $1 approval_id, $2 status
+-- (approved, denied or expired), $3 who answered. Returns the new status,
+-- or no row when it was no longer pending.
+UPDATE approvals
+SET status = $2::text, answered_by = $3::text, answered_at = now()
+WHERE approval_id = $1::uuid AND status = 'pending'
+RETURNING status

@@ -1,0 +1,299 @@
+// Tool approvals (runtime/approvals.md) against a real node process, real
+// PostgreSQL, the fake Bot API and butlers-fake-codex asking
+// item/commandExecution/requestApproval in every turn (its reply ends with
+// "approval: <decision>", so the test sees what reached the model): the
+// run's starter gets Approve / Deny buttons in their Telegram chat and a
+// press decides; someone else's press or API call is refused (403,
+// counted); no answer by the expiry denies; a SIGKILL of the node while
+// the question waits loses neither the question nor the answer.
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <pqxx/pqxx>
+
+#include "runtime/json.hpp"
+#include "test/support/fake_telegram.hpp"
+#include "test/support/http_client.hpp"
+#include "test/support/node_fixture.hpp"
+#include "test/support/poll.hpp"
+#include "test/support/sse_client.hpp"
+#include "test/support/telegram_updates.hpp"
+
+namespace butlers::test {
+namespace {
+
+using namespace std::chrono_literals;
+namespace tgu = telegram;
+
+class Approvals : public node_fixture {
+ protected:
+  fake_telegram tg;
+  int64_t chat = 5550001;
+  int64_t next_message = 100;
+  int64_t next_update = 9000;
+
+  /// A `health` butler (keyword "pill") on the fake codex, asking its
+  /// starter (`approval_timeout_s` = `timeout_s`), a polling Telegram
+  /// connector and the telegram adapter on the fake Bot API.
+  std::string config(int timeout_s) {
+    std::string command = R"(["env", "FAKE_CODEX_APPROVAL=1", )"
+                          + json::quote(BUTLERS_FAKE_CODEX) + "]";
+    return node_head("approvals-test", 5)
+           + "[[butler]]\nname = \"health\"\nkeywords = [\"pill\"]\n"
+             "approvals = \"ask\"\napproval_timeout_s = "
+           + std::to_string(timeout_s)
+           + "\nlease_s = 4\n[butler.runtime]\nkind = \"cli\"\n"
+             "family = \"codex\"\ncommand = "
+           + command
+           + "\n[[connector]]\nname = \"bot\"\ntype = \"telegram\"\n"
+             "endpoint_identity = \"butlers_test_bot\"\nmode = \"poll\"\n"
+             "poll_timeout_s = 1\napi_base = \""
+           + tg.base_url()
+           + "\"\n[[messenger.adapter]]\nkind = \"telegram\"\n"
+             "connector = \"bot\"\n";
+  }
+
+  void start(int timeout_s) {
+    use_database("approvals");
+    use_files("approvals");
+    ASSERT_TRUE(start_node(config(timeout_s),
+                           {{"BUTLERS_CONNECTOR_BOT_TOKEN", tg.token()}}));
+  }
+
+  /// The starter writes `text` in the chat.
+  void say(const std::string& text) {
+    tgu::message_spec m;
+    m.message_id = next_message++;
+    m.chat_id = chat;
+    m.from.id = chat;
+    m.text = text;
+    tg.push_update(tgu::message_update(m, next_update++));
+  }
+
+  /// The bot's messages to the chat with buttons (the questions).
+  std::vector<telegram_sent_message> questions() {
+    std::vector<telegram_sent_message> out;
+    for (auto& m : tg.messages_to(chat))
+      if (m.reply_markup.find("ap:") != std::string::npos || m.edits > 0)
+        out.push_back(m);
+    return out;
+  }
+
+  /// Waits for the question; returns its approval id and message id.
+  std::pair<std::string, int64_t> question() {
+    std::pair<std::string, int64_t> out;
+    eventually(
+      [&] {
+        return !questions().empty();
+      },
+      30s);
+    auto qs = questions();
+    if (qs.empty())
+      return out;
+    auto& markup = qs[0].reply_markup;
+    auto at = markup.find("ap:");
+    if (at == std::string::npos || markup.size() < at + 41)
+      return out;
+    out.first = markup.substr(at + 3, 36);
+    out.second = qs[0].message_id;
+    return out;
+  }
+
+  void press(int64_t from, int64_t message_id, const std::string& data) {
+    tg.push_update(tg.callback_query_update(from, chat, message_id, data));
+  }
+
+  /// The bot's answer to the run (a message without buttons that the
+  /// fake codex wrote).
+  std::string reply() {
+    for (auto& m : tg.messages_to(chat))
+      if (m.text.find("echo:") != std::string::npos)
+        return m.text;
+    return {};
+  }
+
+  std::string wait_reply() {
+    eventually(
+      [&] {
+        return !reply().empty();
+      },
+      30s);
+    return reply();
+  }
+
+  std::vector<std::string> callback_texts() {
+    std::vector<std::string> out;
+    for (auto& c : tg.calls("answerCallbackQuery"))
+      out.push_back(c.string_param("text").value_or(""));
+    return out;
+  }
+
+  std::vector<std::string> row(const std::string& id) {
+    pqxx::connection conn{url_};
+    pqxx::nontransaction tx{conn};
+    auto r = tx.exec_params("SELECT status, coalesce(answered_by, ''), tool, "
+                            "summary, requester_channel, requester_sender, "
+                            "run_id FROM approvals WHERE approval_id = $1",
+                            id);
+    std::vector<std::string> out;
+    if (!r.empty())
+      for (auto f : r[0])
+        out.push_back(f.as<std::string>());
+    return out;
+  }
+
+  int approvals_count() {
+    pqxx::connection conn{url_};
+    pqxx::nontransaction tx{conn};
+    return tx.exec1("SELECT count(*) FROM approvals")[0].as<int>();
+  }
+
+  double metric(const std::string& series) {
+    auto body = http_->get("/metrics").body;
+    auto at = body.find("\n" + series + " ");
+    return at == std::string::npos
+             ? -1
+             : std::stod(body.substr(at + series.size() + 2));
+  }
+};
+
+TEST_F(Approvals, TheStarterApprovesWithAButtonAndTheRunFinishes) {
+  start(60);
+  say("my pill: clean the build");
+  auto [id, message] = question();
+  ASSERT_EQ(id.size(), 36u) << node_->log();
+  auto q = questions()[0];
+  EXPECT_NE(q.text.find("health asks to use shell: rm -rf build"),
+            std::string::npos)
+    << q.text;
+  EXPECT_NE(q.reply_markup.find(R"("text":"Approve")"), std::string::npos)
+    << q.reply_markup;
+  EXPECT_NE(q.reply_markup.find("ap:" + id + ":n"), std::string::npos);
+  auto pending = row(id);
+  ASSERT_EQ(pending.size(), 7u);
+  EXPECT_EQ(pending[0], "pending");
+  EXPECT_EQ(pending[2], "shell");
+  EXPECT_EQ(pending[4], "telegram");
+  EXPECT_EQ(pending[5], std::to_string(chat));
+  press(chat, message, "ap:" + id + ":y");
+  auto text = wait_reply();
+  EXPECT_NE(text.find("approval: accept"), std::string::npos)
+    << text << node_->log();
+  auto done = row(id);
+  EXPECT_EQ(done[0], "approved");
+  EXPECT_EQ(done[1], "telegram:" + std::to_string(chat));
+  ASSERT_TRUE(eventually(
+    [&] {
+      auto qs = questions();
+      return !qs.empty() && qs[0].edits > 0;
+    },
+    10s));
+  auto edited = questions()[0];
+  EXPECT_NE(edited.text.find("Approved"), std::string::npos) << edited.text;
+  EXPECT_EQ(edited.reply_markup.find("ap:"), std::string::npos);
+  EXPECT_TRUE(eventually(
+    [&] {
+      return callback_texts() == std::vector<std::string>{"Approved"};
+    },
+    10s));
+}
+
+TEST_F(Approvals, SomeoneElsesPressIsRefusedAndTheStartersDenyReachesTheModel) {
+  start(60);
+  say("my pill: clean the build");
+  auto [id, message] = question();
+  ASSERT_EQ(id.size(), 36u) << node_->log();
+  // Someone else in the chat presses Approve: refused, counted, logged.
+  press(777, message, "ap:" + id + ":y");
+  ASSERT_TRUE(eventually(
+    [&] {
+      return callback_texts().size() == 1;
+    },
+    10s))
+    << node_->log();
+  EXPECT_NE(callback_texts()[0].find("Only the person who asked"),
+            std::string::npos);
+  EXPECT_EQ(row(id)[0], "pending");
+  EXPECT_EQ(metric("butlers_approval_refusals_total"), 1);
+  EXPECT_NE(node_->log().find("refused: only the run's starter"),
+            std::string::npos);
+  // And through the API, under another name: 403.
+  auto run_id = row(id)[6];
+  auto stranger = http_->post("/v1/runs/" + run_id + "/approvals/" + id,
+                              R"({"decision":"approve","sender":"777"})");
+  EXPECT_EQ(stranger.status, 403) << stranger.body;
+  EXPECT_EQ(metric("butlers_approval_refusals_total"), 2);
+  // The starter denies: the model hears the refusal.
+  press(chat, message, "ap:" + id + ":n");
+  auto text = wait_reply();
+  EXPECT_NE(text.find("approval: decline"), std::string::npos)
+    << text << node_->log();
+  EXPECT_EQ(row(id)[0], "denied");
+  // Answered: a second answer is a conflict.
+  auto late = http_->post("/v1/runs/" + run_id + "/approvals/" + id,
+                          R"({"decision":"approve","sender":")"
+                            + std::to_string(chat) + "\"}");
+  EXPECT_EQ(late.status, 409) << late.body;
+}
+
+TEST_F(Approvals, NoAnswerByTheExpiryDenies) {
+  start(2);
+  say("my pill: clean the build");
+  auto [id, message] = question();
+  ASSERT_EQ(id.size(), 36u) << node_->log();
+  auto text = wait_reply();
+  EXPECT_NE(text.find("approval: decline"), std::string::npos)
+    << text << node_->log();
+  auto r = row(id);
+  EXPECT_EQ(r[0], "expired");
+  EXPECT_EQ(r[1], "timeout");
+  ASSERT_TRUE(eventually(
+    [&] {
+      auto qs = questions();
+      return !qs.empty() && qs[0].edits > 0;
+    },
+    10s));
+  EXPECT_NE(questions()[0].text.find("Expired"), std::string::npos);
+  // A late press is refused as answered.
+  press(chat, message, "ap:" + id + ":y");
+  EXPECT_TRUE(eventually(
+    [&] {
+      auto t = callback_texts();
+      return t.size() == 1
+             && t[0].find("answered already") != std::string::npos;
+    },
+    10s));
+}
+
+TEST_F(Approvals, ASigkillWhileTheQuestionWaitsLosesNeitherQuestionNorAnswer) {
+  start(120);
+  say("my pill: clean the build");
+  auto [id, message] = question();
+  ASSERT_EQ(id.size(), 36u) << node_->log();
+  ASSERT_TRUE(kill_node());
+  node_.reset();
+  ASSERT_TRUE(
+    start_node(config(120), {{"BUTLERS_CONNECTOR_BOT_TOKEN", tg.token()}}));
+  // The run is taken back and asks again: the same question, not a second
+  // one, still pending.
+  ASSERT_TRUE(eventually(
+    [&] {
+      return node_->log().find("asked again") != std::string::npos;
+    },
+    30s))
+    << node_->log();
+  EXPECT_EQ(row(id)[0], "pending");
+  press(chat, message, "ap:" + id + ":y");
+  auto text = wait_reply();
+  EXPECT_NE(text.find("approval: accept"), std::string::npos)
+    << text << node_->log();
+  EXPECT_EQ(row(id)[0], "approved");
+  EXPECT_EQ(approvals_count(), 1);
+  EXPECT_EQ(questions().size(), 1u);
+}
+
+} // namespace
+} // namespace butlers::test
