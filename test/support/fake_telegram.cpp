@@ -316,6 +316,8 @@ fake_telegram::method_result fake_telegram::dispatch(const std::string& method,
     return send_message(c);
   if (m == "setmessagereaction")
     return set_message_reaction(c);
+  if (m == "sendchataction")
+    return send_chat_action(c);
   if (m == "setwebhook")
     return set_webhook(c);
   if (m == "deletewebhook")

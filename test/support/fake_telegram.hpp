@@ -10,7 +10,7 @@
 //
 // Methods: getMe, getUpdates (long polling; `offset` confirms, `timeout`,
 // `limit`, `allowed_updates`; a second poller ends the first with 409),
-// sendMessage, setMessageReaction, setWebhook, deleteWebhook,
+// sendMessage, setMessageReaction, sendChatAction, setWebhook, deleteWebhook,
 // getWebhookInfo; any other method is 404 "Not Found", a wrong token 401
 // "Unauthorized". The test queues Updates, injects faults, and reads back
 // every call. Thread-safe; the destructor stops the server and joins its
@@ -285,6 +285,7 @@ class fake_telegram {
   method_result get_updates(const telegram_call& c);
   method_result send_message(const telegram_call& c);
   method_result set_message_reaction(const telegram_call& c);
+  method_result send_chat_action(const telegram_call& c);
   method_result set_webhook(const telegram_call& c);
   method_result delete_webhook(const telegram_call& c);
   method_result get_webhook_info();
