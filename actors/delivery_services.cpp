@@ -7,6 +7,8 @@
 #include <caf/scoped_actor.hpp>
 
 #include "runtime/error.hpp"
+#include "runtime/reaction_gate.hpp"
+#include "runtime/typing_ticker.hpp"
 
 namespace butlers {
 
@@ -29,9 +31,36 @@ std::optional<int64_t> to_int(const std::string& x) {
 class db_delivery_services final : public delivery_services {
  public:
   db_delivery_services(caf::actor_system& sys, inbox_writer_actor writer,
-                       node_context_ptr ctx)
-    : sys_(sys), writer_(std::move(writer)), ctx_(std::move(ctx)) {
-    // nop
+                       node_context_ptr ctx,
+                       std::shared_ptr<reaction_gate> gate)
+    : sys_(sys), writer_(std::move(writer)), ctx_(std::move(ctx)),
+      gate_(std::move(gate)) {
+    auto metrics = ctx_;
+    typing_ = std::make_unique<typing_ticker>(256, [metrics](
+                                                     const char* outcome) {
+      metrics->metrics
+        .get_counter("butlers_messenger_chat_actions_total",
+                     "Chat actions (Telegram sendChatAction \"typing\") "
+                     "while a request is worked on: sent, failed, refused "
+                     "(too many requests at once)",
+                     std::string{"outcome=\""} + outcome + "\"")
+        .inc();
+    });
+  }
+
+  reaction_gate* reaction_order() override {
+    return gate_.get();
+  }
+
+  typing_ticker* typing() override {
+    return typing_.get();
+  }
+
+  void count_overtaken(const std::string& adapter) override {
+    outbound_send s;
+    s.adapter = adapter;
+    s.kind = outbound_kind::reaction;
+    count(s, "overtaken");
   }
 
   source_lookup source_payload(const std::string& request_id) override {
@@ -153,7 +182,8 @@ class db_delivery_services final : public delivery_services {
       .get_counter("butlers_messenger_sends_total",
                    "Outbound sends by adapter, kind and outcome (sent, "
                    "skipped: sent by an earlier run, superseded: a reaction "
-                   "outranked before it went out, dead: failed for good)",
+                   "outranked before it went out, overtaken: a reaction the "
+                   "messenger dropped unsent, dead: failed for good)",
                    labels(s) + ",outcome=\"" + outcome + "\"")
       .inc();
   }
@@ -161,14 +191,18 @@ class db_delivery_services final : public delivery_services {
   caf::actor_system& sys_;
   inbox_writer_actor writer_;
   node_context_ptr ctx_;
+  std::shared_ptr<reaction_gate> gate_;
+  std::unique_ptr<typing_ticker> typing_;
 };
 
 } // namespace
 
 std::shared_ptr<delivery_services> make_db_delivery_services(
-  caf::actor_system& sys, inbox_writer_actor writer, node_context_ptr ctx) {
+  caf::actor_system& sys, inbox_writer_actor writer, node_context_ptr ctx,
+  std::shared_ptr<reaction_gate> gate) {
   return std::make_shared<db_delivery_services>(sys, std::move(writer),
-                                                std::move(ctx));
+                                                std::move(ctx),
+                                                std::move(gate));
 }
 
 } // namespace butlers

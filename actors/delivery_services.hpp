@@ -7,6 +7,7 @@
 #include "actors/interfaces.hpp"
 #include "actors/node_context.hpp"
 #include "runtime/delivery_services.hpp"
+#include "runtime/reaction_gate.hpp"
 
 namespace butlers {
 
@@ -19,7 +20,11 @@ namespace butlers {
 /// threads, never from an actor. Counts every ledger decision in the node's
 /// metrics: `butlers_messenger_sends_total{adapter,kind,outcome}` and
 /// `butlers_messenger_redelivered_total`.
+/// `gate` (may be null) orders the lifecycle reactions; the services own
+/// the messenger's chat action ticker (counted in
+/// `butlers_messenger_chat_actions_total{outcome}`).
 std::shared_ptr<delivery_services> make_db_delivery_services(
-  caf::actor_system& sys, inbox_writer_actor writer, node_context_ptr ctx);
+  caf::actor_system& sys, inbox_writer_actor writer, node_context_ptr ctx,
+  std::shared_ptr<reaction_gate> gate = nullptr);
 
 } // namespace butlers

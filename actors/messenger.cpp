@@ -9,6 +9,7 @@
 #include "actors/session.hpp"
 #include "runtime/blocking_pool.hpp"
 #include "runtime/delivery.hpp"
+#include "runtime/reaction_gate.hpp"
 
 namespace butlers {
 
@@ -49,6 +50,11 @@ class delivery_runner final : public work_runner {
       return route_rejection{"validation_error",
                              "the messenger takes route.v1 with "
                              "input.context.notify_request only"};
+    // Reactions take their place in their message's order here, in the
+    // order they were handed over; one overtaken already is dropped when
+    // its delivery runs (runtime/reaction_gate.hpp).
+    if (auto x = reaction_of_segment(env.segment_id))
+      gate_->announce(env.request_id, x->rank);
     return std::nullopt;
   }
 
@@ -61,7 +67,7 @@ class delivery_runner final : public work_runner {
     if (!params_.services)
       params_.services = make_db_delivery_services(self->system(),
                                                    self->state.writer,
-                                                   self->state.ctx);
+                                                   self->state.ctx, gate_);
     return self->spawn<caf::linked>(session, params_, held.item, held.env, me,
                                     std::move(held.steer));
   }
@@ -74,6 +80,7 @@ class delivery_runner final : public work_runner {
 
  private:
   session_params params_;
+  std::shared_ptr<reaction_gate> gate_ = std::make_shared<reaction_gate>();
 };
 
 } // namespace

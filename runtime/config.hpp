@@ -457,6 +457,13 @@ struct delivery_adapter_config {
   /// telegram, slack: `[messenger.adapter.reactions]` (a slack adapter's
   /// are Slack emoji names, defaults `slack_reaction_defaults()`).
   reaction_config reactions;
+  /// telegram: how often the "typing" chat action is repeated while a
+  /// request is worked on (Telegram shows one for about 5 s). Default
+  /// 4000, range 500..5000.
+  uint32_t typing_interval_ms = 4000;
+  /// telegram: the longest one request shows "typing", in seconds; 0 shows
+  /// none. Default 600, range 0..86400.
+  uint32_t typing_max_s = 600;
   /// smtp: the sender, `addr@host` or `Name <addr@host>`; required for
   /// smtp.
   std::string from;

@@ -651,6 +651,10 @@ const fields<delivery_adapter_config>& adapter_fields() {
          "telegram, slack: the [[connector]] of that type whose token and "
          "api_base it uses",
          plain_name_or_empty()),
+    integer("typing_interval_ms", &c::typing_interval_ms, 500, 5000,
+            "telegram: the typing chat action is repeated this often"),
+    integer("typing_max_s", &c::typing_max_s, 0, 86400,
+            "telegram: the longest a request shows typing; 0 shows none"),
     text("from", &c::from, "smtp: the sender of the mails",
          mail_address_text()),
     text("username_env", &c::username_env,

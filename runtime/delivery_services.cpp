@@ -56,4 +56,16 @@ send_decision decide_send(outbound_kind kind, ledger_state prior, int64_t rank,
 
 delivery_services::~delivery_services() = default;
 
+reaction_gate* delivery_services::reaction_order() {
+  return nullptr;
+}
+
+typing_ticker* delivery_services::typing() {
+  return nullptr;
+}
+
+void delivery_services::count_overtaken(const std::string&) {
+  // Nothing to count into.
+}
+
 } // namespace butlers

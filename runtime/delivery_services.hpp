@@ -17,6 +17,9 @@
 
 namespace butlers {
 
+class reaction_gate;
+class typing_ticker;
+
 /// What an outbound send is.
 enum class outbound_kind : uint8_t {
   /// A chat message (one chunk of a reply or send).
@@ -166,6 +169,19 @@ class delivery_services {
                            const std::string& error_class,
                            const std::string& message)
     = 0;
+
+  /// The messenger's order of lifecycle reactions
+  /// (runtime/reaction_gate.hpp); null when there is none (each reaction
+  /// then goes out as the ledger decides).
+  virtual reaction_gate* reaction_order();
+
+  /// The messenger's chat actions (runtime/typing_ticker.hpp); null when
+  /// there are none.
+  virtual typing_ticker* typing();
+
+  /// Counts a reaction the gate dropped as overtaken: never sent, never
+  /// recorded (`butlers_messenger_sends_total{...,outcome="overtaken"}`).
+  virtual void count_overtaken(const std::string& adapter);
 };
 
 } // namespace butlers

@@ -8,6 +8,7 @@
 #include "runtime/http_client.hpp"
 #include "runtime/interruptible_sleep.hpp"
 #include "runtime/lifecycle.hpp"
+#include "runtime/reaction_gate.hpp"
 #include "runtime/resilience.hpp"
 #include "runtime/scripted.hpp"
 
@@ -188,6 +189,12 @@ delivery_attempt slack_adapter::react(const delivery_context& dc) const {
   }
   auto& name = reaction_emoji(cfg_.reactions, *state);
   auto rank = reaction_rank(*state, dc.view.reaction_at_us);
+  // Never backwards: see runtime/reaction_gate.hpp.
+  reaction_turn turn{dc.services.reaction_order(), dc.request_id, rank};
+  if (turn.overtaken()) {
+    dc.services.count_overtaken("slack");
+    return {};
+  }
   outbound_send s{{dc.request_id, dc.segment_id, "reaction"},
                   "slack",
                   outbound_kind::reaction,
@@ -209,6 +216,7 @@ delivery_attempt slack_adapter::react(const delivery_context& dc) const {
     return failed(a.error_class, "reactions.add: " + a.description,
                   retryable(a));
   }
+  turn.sent();
   auto mark = dc.services.ledger_end(s, ledger_state::sent, {});
   // A later state recorded while this one was on its way may have been
   // shown before it: show the latest again (see telegram_adapter::react).

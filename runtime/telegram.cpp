@@ -189,6 +189,12 @@ std::string telegram_reaction_body(const telegram_message_ref& msg,
          + "}]}";
 }
 
+std::string telegram_chat_action_body(const std::string& chat_id,
+                                      std::string_view action) {
+  return R"({"chat_id":)" + chat_json(chat_id) + R"(,"action":)"
+         + json::quote(action) + "}";
+}
+
 telegram_answer read_telegram_answer(const http_response& r) {
   if (r.failure != http_failure::none)
     return transport_failure(r);

@@ -65,6 +65,10 @@ std::string telegram_send_message_body(const std::string& chat_id,
 std::string telegram_reaction_body(const telegram_message_ref& msg,
                                    std::string_view emoji);
 
+/// The JSON body of sendChatAction: `action` ("typing") in chat `chat_id`.
+std::string telegram_chat_action_body(const std::string& chat_id,
+                                      std::string_view action = "typing");
+
 /// What a Bot API call came to.
 struct telegram_answer {
   enum class outcome {

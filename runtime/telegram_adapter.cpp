@@ -9,8 +9,10 @@
 #include "runtime/http_client.hpp"
 #include "runtime/interruptible_sleep.hpp"
 #include "runtime/lifecycle.hpp"
+#include "runtime/reaction_gate.hpp"
 #include "runtime/resilience.hpp"
 #include "runtime/scripted.hpp"
+#include "runtime/typing_ticker.hpp"
 
 namespace butlers {
 
@@ -153,6 +155,11 @@ delivery_attempt telegram_adapter::react(const delivery_context& dc) const {
     return failed("validation_error",
                   "unknown lifecycle state '" + dc.view.reaction_state + "'",
                   false);
+  // 😴 and the terminal states end "typing" (again below, once the
+  // reactions before this one have ended).
+  auto* typing = dc.services.typing();
+  if (typing != nullptr && *state != lifecycle_state::progress)
+    typing->stop(dc.request_id);
   std::string error;
   auto src = source_of(dc, error);
   if (!error.empty())
@@ -162,8 +169,32 @@ delivery_attempt telegram_adapter::react(const delivery_context& dc) const {
                   dc.request_id);
     return {};
   }
-  auto& emoji = reaction_emoji(cfg_.reactions, *state);
   auto rank = reaction_rank(*state, dc.view.reaction_at_us);
+  // Never backwards: a reaction overtaken by a later state of the message
+  // is dropped before anything is sent (runtime/reaction_gate.hpp).
+  auto* gate = dc.services.reaction_order();
+  if (gate != nullptr && !gate->begin(dc.request_id, rank)) {
+    dc.services.count_overtaken("telegram");
+    return {};
+  }
+  if (typing != nullptr && *state != lifecycle_state::progress)
+    typing->stop(dc.request_id);
+  bool sent = false;
+  auto result = set_reaction(dc, *src, *state, rank, sent);
+  if (sent && typing != nullptr && *state == lifecycle_state::progress
+      && (gate == nullptr || gate->latest(dc.request_id, rank)))
+    start_typing(*typing, dc.request_id, src->chat_id);
+  if (gate != nullptr)
+    gate->end(dc.request_id, rank, sent);
+  return result;
+}
+
+delivery_attempt telegram_adapter::set_reaction(const delivery_context& dc,
+                                                const telegram_message_ref& src,
+                                                lifecycle_state state,
+                                                int64_t rank,
+                                                bool& sent) const {
+  auto& emoji = reaction_emoji(cfg_.reactions, state);
   outbound_send s{{dc.request_id, dc.segment_id, "reaction"},
                   "telegram",
                   outbound_kind::reaction,
@@ -179,29 +210,56 @@ delivery_attempt telegram_adapter::react(const delivery_context& dc) const {
     dc.services.ledger_end(s, ledger_state::skipped, {});
     return {};
   }
-  auto a = call("setMessageReaction", telegram_reaction_body(*src, emoji), dc,
+  auto a = call("setMessageReaction", telegram_reaction_body(src, emoji), dc,
                 nullptr);
   if (a.what != telegram_answer::outcome::ok) {
     dc.services.ledger_dead(s, a.error_class, a.description);
     return failed(a.error_class, "setMessageReaction: " + a.description,
                   is_retryable_class(a.error_class));
   }
+  sent = true;
   auto mark = dc.services.ledger_end(s, ledger_state::sent, {});
-  // A later state recorded while this one was on its way may have been set
-  // before it: set the latest again, after this one (each round reads the
-  // ledger anew; ranks only grow, and there are four states).
+  // A later state recorded while this one was on its way (by another
+  // node's messenger, or a run after a restart: within one messenger the
+  // gate keeps them apart) may have been set before it: set the latest
+  // again, after this one (each round reads the ledger anew; ranks only
+  // grow, and there are four states).
   auto asserted = rank;
   for (int round = 0; mark.ok && mark.top_rank > asserted && round < 4;
        ++round) {
     asserted = mark.top_rank;
     auto again = call("setMessageReaction",
-                      telegram_reaction_body(*src, mark.top_value), dc,
-                      nullptr);
+                      telegram_reaction_body(src, mark.top_value), dc, nullptr);
     if (again.what != telegram_answer::outcome::ok)
       break; // the later state's own delivery reports its failure
     mark = dc.services.ledger_end(s, ledger_state::sent, {});
   }
   return {};
+}
+
+void telegram_adapter::start_typing(typing_ticker& typing,
+                                    const std::string& request_id,
+                                    const std::string& chat_id) const {
+  if (cfg_.typing_max_s == 0)
+    return;
+  http_request req;
+  req.method = "POST";
+  // The token is in the path: never log the URL.
+  req.url = endpoint_.api_base + "/bot" + endpoint_.token + "/sendChatAction";
+  req.headers.emplace_back("Content-Type", "application/json");
+  req.body = telegram_chat_action_body(chat_id);
+  std::chrono::milliseconds interval{cfg_.typing_interval_ms};
+  // One try per tick, answered within the tick: the next tick tries again.
+  req.timeout = std::min<
+    std::chrono::milliseconds>(std::chrono::milliseconds{cfg_.timeout_ms},
+                               interval);
+  req.connect_timeout = req.timeout;
+  typing.start(request_id, interval, std::chrono::seconds{cfg_.typing_max_s},
+               [req](const std::atomic<bool>& stop) {
+                 auto a = read_telegram_answer(
+                   shared_http_client().perform(req, &stop));
+                 return a.what == telegram_answer::outcome::ok;
+               });
 }
 
 } // namespace butlers

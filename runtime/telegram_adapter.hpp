@@ -4,7 +4,10 @@
 // "telegram"`): replies go to the chat the request came from as
 // sendMessage, replying to its message, split at Telegram's limit; a `send`
 // goes to its recipient as chat id; lifecycle reactions (notify.v1 intent
-// "react") are setMessageReaction on the source message. Every message
+// "react") are setMessageReaction on the source message, in the
+// messenger's order (never backwards, runtime/reaction_gate.hpp), and from
+// 👀 until 😴 or the end the chat shows "typing" (sendChatAction, repeated
+// by the messenger's ticker, runtime/typing_ticker.hpp). Every message
 // chunk and reaction is recorded in the outbound ledger before and after it
 // is sent (runtime/delivery_services.hpp), so a re-run skips what was sent.
 // Blocking: it runs on the messenger's delivery threads, HTTP through the
@@ -14,9 +17,12 @@
 #include <string>
 
 #include "runtime/delivery.hpp"
+#include "runtime/lifecycle.hpp"
 #include "runtime/telegram.hpp"
 
 namespace butlers {
+
+class typing_ticker;
 
 /// Where the Bot API is: the telegram connector's `api_base` and `token`.
 struct telegram_endpoint {
@@ -47,6 +53,16 @@ class telegram_adapter final : public delivery_adapter {
  private:
   delivery_attempt send_text(const delivery_context& dc) const;
   delivery_attempt react(const delivery_context& dc) const;
+  /// Sets the reaction of `state` on `src` under the ledger; `sent` when
+  /// it went out.
+  delivery_attempt set_reaction(const delivery_context& dc,
+                                const telegram_message_ref& src,
+                                lifecycle_state state, int64_t rank,
+                                bool& sent) const;
+  /// Shows "typing" in `chat_id` for request `request_id` until its 😴
+  /// or terminal reaction (`typing_interval_ms`, `typing_max_s`).
+  void start_typing(typing_ticker& typing, const std::string& request_id,
+                    const std::string& chat_id) const;
 
   /// Calls `method` with `body`, retrying what may succeed later (up to
   /// `retries` times); a retry after an answer that leaves open whether

@@ -6,6 +6,7 @@
 // test can inspect, pre-load (to stage a re-run after a crash) or make fail.
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -156,7 +157,40 @@ class fake_delivery_services final : public delivery_services {
     return true;
   }
 
+  // -- the messenger's order of reactions and chat actions -------------------
+
+  /// Answered by `reaction_order()` (none by default).
+  void use_gate(reaction_gate* gate) {
+    gate_ = gate;
+  }
+
+  /// Answered by `typing()` (none by default).
+  void use_typing(typing_ticker* ticker) {
+    typing_ = ticker;
+  }
+
+  reaction_gate* reaction_order() override {
+    return gate_;
+  }
+
+  typing_ticker* typing() override {
+    return typing_;
+  }
+
+  void count_overtaken(const std::string&) override {
+    ++overtaken_;
+  }
+
+  /// Reactions dropped as overtaken (`count_overtaken`).
+  int overtaken() const {
+    return overtaken_;
+  }
+
  private:
+  reaction_gate* gate_ = nullptr;
+  typing_ticker* typing_ = nullptr;
+  std::atomic<int> overtaken_{0};
+
   ledger_claim begin(const outbound_send& s) {
     std::lock_guard<std::mutex> guard{mtx_};
     ledger_claim c;

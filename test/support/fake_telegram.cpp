@@ -322,6 +322,8 @@ fake_telegram::method_result fake_telegram::dispatch(const std::string& method,
     return edit_message(c, true);
   if (m == "editmessagereplymarkup")
     return edit_message(c, false);
+  if (m == "sendchataction")
+    return send_chat_action(c);
   if (m == "setwebhook")
     return set_webhook(c);
   if (m == "deletewebhook")

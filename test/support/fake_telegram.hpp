@@ -10,10 +10,11 @@
 //
 // Methods: getMe, getUpdates (long polling; `offset` confirms, `timeout`,
 // `limit`, `allowed_updates`; a second poller ends the first with 409),
-// sendMessage (with reply_markup), setMessageReaction, setWebhook,
-// deleteWebhook, getWebhookInfo, answerCallbackQuery, editMessageText,
-// editMessageReplyMarkup; any other method is 404 "Not Found", a wrong token
-// 401 "Unauthorized". The test queues Updates, injects faults, and reads back
+// sendMessage (with reply_markup), setMessageReaction, sendChatAction,
+// setWebhook, deleteWebhook, getWebhookInfo, answerCallbackQuery,
+// editMessageText, editMessageReplyMarkup; any other method is 404 "Not
+// Found", a wrong token 401 "Unauthorized". The test queues Updates,
+// injects faults, and reads back
 // every call. Thread-safe; the destructor stops the server and joins its
 // threads (a held long poll or stall ends at once).
 
@@ -300,6 +301,7 @@ class fake_telegram {
   method_result set_message_reaction(const telegram_call& c);
   method_result answer_callback_query(const telegram_call& c);
   method_result edit_message(const telegram_call& c, bool text);
+  method_result send_chat_action(const telegram_call& c);
   method_result set_webhook(const telegram_call& c);
   method_result delete_webhook(const telegram_call& c);
   method_result get_webhook_info();

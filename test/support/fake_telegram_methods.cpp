@@ -288,6 +288,35 @@ std::string fake_telegram::callback_query_update(int64_t from_id,
          + json::quote(data) + "}}";
 }
 
+fake_telegram::method_result fake_telegram::send_chat_action(
+  const telegram_call& c) {
+  // https://core.telegram.org/bots/api#sendchataction
+  static const std::set<std::string> actions = {"typing",
+                                                "upload_photo",
+                                                "record_video",
+                                                "upload_video",
+                                                "record_voice",
+                                                "upload_voice",
+                                                "upload_document",
+                                                "choose_sticker",
+                                                "find_location",
+                                                "record_video_note",
+                                                "upload_video_note"};
+  auto chat_id = c.int_param("chat_id");
+  if (!chat_id)
+    return {400, failure(400, no_chat(c))};
+  auto action = c.string_param("action");
+  if (!action || action->empty())
+    return {400, failure(400, "Bad Request: action is empty")};
+  if (actions.count(*action) == 0)
+    return {400,
+            failure(400, "Bad Request: wrong parameter action in request")};
+  std::lock_guard<std::mutex> guard{mtx_};
+  if (auto problem = chat_problem(*chat_id))
+    return *problem;
+  return {200, ok("true")};
+}
+
 fake_telegram::method_result fake_telegram::set_webhook(
   const telegram_call& c) {
   auto url = c.string_param("url").value_or("");

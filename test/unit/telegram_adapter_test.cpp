@@ -14,11 +14,14 @@
 #include <gtest/gtest.h>
 
 #include "runtime/lifecycle.hpp"
+#include "runtime/reaction_gate.hpp"
 #include "runtime/route.hpp"
 #include "runtime/telegram_adapter.hpp"
+#include "runtime/typing_ticker.hpp"
 #include "runtime/uuid.hpp"
 #include "test/support/fake_delivery_services.hpp"
 #include "test/support/fake_telegram.hpp"
+#include "test/support/poll.hpp"
 #include "test/support/telegram_updates.hpp"
 
 namespace butlers {
@@ -363,6 +366,81 @@ TEST_F(TelegramAdapter, ARequestWithoutATelegramMessageGetsNoReaction) {
   services.set_source(env.request_id, R"({"payload":{"raw":{}}})");
   EXPECT_EQ(run(ad, react(env, lifecycle_state::progress, 1)).error, "");
   EXPECT_EQ(tg.count("setMessageReaction"), 0u);
+}
+
+// -- the messenger's order and typing ---------------------------------------
+
+TEST_F(TelegramAdapter, WithTheMessengersGateReactionsNeverGoBackwards) {
+  auto ad = adapter();
+  reaction_gate gate;
+  services.use_gate(&gate);
+  for (int round = 0; round < 8; ++round) {
+    ++message;
+    auto env = request();
+    auto progress = react(env, lifecycle_state::progress, 100);
+    auto parsed = react(env, lifecycle_state::parsed, 200);
+    // Handed over in this order; the later one's delivery may run first.
+    ASSERT_TRUE(gate.announce(env.request_id,
+                              reaction_rank(lifecycle_state::progress, 100)));
+    ASSERT_TRUE(gate.announce(env.request_id,
+                              reaction_rank(lifecycle_state::parsed, 200)));
+    std::thread later{[&] {
+      EXPECT_EQ(run(ad, parsed).error, "");
+    }};
+    EXPECT_EQ(run(ad, progress).error, "");
+    later.join();
+    EXPECT_EQ(tg.reactions_of(chat, message),
+              (std::vector<std::string>{eyes, thumbs_up}))
+      << "round " << round;
+    // A 😴 signalled after the end is dropped, unsent and unrecorded.
+    auto late = react(env, lifecycle_state::queued, 300);
+    EXPECT_FALSE(gate.announce(env.request_id,
+                               reaction_rank(lifecycle_state::queued, 300)));
+    EXPECT_EQ(run(ad, late).error, "");
+    EXPECT_EQ(tg.reactions_of(chat, message).size(), 2u);
+    EXPECT_FALSE(services.find(key(late, "reaction")));
+  }
+  EXPECT_EQ(services.overtaken(), 8);
+  EXPECT_EQ(tg.count("setMessageReaction"), 16u) << "nothing corrected";
+}
+
+TEST_F(TelegramAdapter, ProgressShowsTypingUntilTheTerminalState) {
+  delivery_adapter_config cfg;
+  cfg.kind = adapter_kind::telegram;
+  cfg.channels = {"telegram"};
+  cfg.typing_interval_ms = 500;
+  telegram_adapter ad{cfg, {tg.base_url(), tg.token()}};
+  typing_ticker ticker;
+  services.use_typing(&ticker);
+  auto env = request();
+  ASSERT_EQ(run(ad, react(env, lifecycle_state::progress, 100)).error, "");
+  ASSERT_TRUE(test::eventually(
+    [&] {
+      return tg.count("sendChatAction") >= 3;
+    },
+    10s));
+  for (auto& c : tg.calls("sendChatAction")) {
+    EXPECT_EQ(c.int_param("chat_id"), chat);
+    EXPECT_EQ(c.string_param("action").value_or(""), "typing");
+    EXPECT_EQ(c.status, 200) << c.response;
+  }
+  EXPECT_EQ(ticker.size(), 1u);
+  ASSERT_EQ(run(ad, react(env, lifecycle_state::parsed, 200)).error, "");
+  EXPECT_EQ(ticker.size(), 0u);
+}
+
+TEST_F(TelegramAdapter, NoTypingWhenItIsTurnedOff) {
+  delivery_adapter_config cfg;
+  cfg.kind = adapter_kind::telegram;
+  cfg.channels = {"telegram"};
+  cfg.typing_max_s = 0;
+  telegram_adapter ad{cfg, {tg.base_url(), tg.token()}};
+  typing_ticker ticker;
+  services.use_typing(&ticker);
+  auto env = request();
+  ASSERT_EQ(run(ad, react(env, lifecycle_state::progress, 100)).error, "");
+  EXPECT_EQ(ticker.size(), 0u);
+  EXPECT_EQ(tg.count("sendChatAction"), 0u);
 }
 
 } // namespace
