@@ -18,6 +18,10 @@ struct connector_source_limits {
   /// `http.max_body_bytes`: the largest envelope (a longer JSONL line, a
   /// bigger mail is invalid).
   size_t max_envelope_bytes = size_t{1} << 20;
+  /// Where sources store the attachments they fetch ("" = none fetched)
+  /// and their caps.
+  std::string database_url;
+  attachment_limits attachments;
 };
 
 /// The source a connector of `cfg.type` (and `cfg.mode`) runs on its own

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <ctime>
 
+#include "runtime/attachments.hpp"
 #include "runtime/json.hpp"
 
 namespace butlers {
@@ -165,7 +166,14 @@ std::optional<route_rejection> parse_route(std::string_view text,
   out.tool = member(doc["target"], "tool");
   out.prompt = member(doc["input"], "prompt");
   out.notify_request.clear();
+  out.attachments.clear();
   if (auto context = object_at(doc["input"], "context")) {
+    if (auto a = context->FindMember("attachments");
+        a != context->MemberEnd()) {
+      auto xs = parse_attachments(a->value);
+      if (!xs.empty())
+        out.attachments = attachments_json(xs);
+    }
     auto i = context->FindMember("notify_request");
     if (i != context->MemberEnd()) {
       auto nv = schema::get("notify.v1").validate(i->value);
@@ -199,8 +207,15 @@ std::string make_route_json(const route_envelope& x) {
   out += R"(,"target":{"butler":)" + quote(x.butler);
   out += R"(,"tool":)" + quote(x.tool.empty() ? "route.execute" : x.tool);
   out += R"(},"input":{"prompt":)" + quote(x.prompt);
-  if (!x.notify_request.empty())
-    out += R"(,"context":{"notify_request":)" + x.notify_request + '}';
+  if (!x.notify_request.empty() || !x.attachments.empty()) {
+    out += R"(,"context":{)";
+    if (!x.notify_request.empty())
+      out += R"("notify_request":)" + x.notify_request;
+    if (!x.attachments.empty())
+      out += std::string{x.notify_request.empty() ? "" : ","}
+             + R"("attachments":)" + x.attachments;
+    out += '}';
+  }
   out += '}';
   if (!x.trace_parent.empty()) {
     out += R"(,"trace_context":{"traceparent":)" + quote(x.trace_parent);

@@ -26,12 +26,15 @@ struct thread_turn {
   std::string expected_run_id;
   /// Target butler; "" means `general`.
   std::string butler;
+  /// Files sent with the turn, stored before it (references as JSON,
+  /// runtime/attachments.hpp; "" for none).
+  std::string attachments;
 };
 
 template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, thread_turn& x) {
   return f(caf::meta::type_name("thread_turn"), x.thread_id, x.message_id,
-           x.text, x.mode, x.expected_run_id, x.butler);
+           x.text, x.mode, x.expected_run_id, x.butler, x.attachments);
 }
 
 /// The answer to a turn: the run it went to and how, or why it was refused.

@@ -300,8 +300,15 @@ TEST_F(Serialization, ButlersErrors) {
 }
 
 TEST_F(Serialization, ThreadMessages) {
-  thread_turn t{"t-1", "m-1", "hello", "queue", "run-0", "health"};
+  thread_turn t{"t-1",
+                "m-1",
+                "hello",
+                "queue",
+                "run-0",
+                "health",
+                R"([{"sha256":"ab"}])"};
   auto t2 = round_trip(t);
+  EXPECT_EQ(t2.attachments, t.attachments);
   EXPECT_EQ(t2.thread_id, "t-1");
   EXPECT_EQ(t2.message_id, "m-1");
   EXPECT_EQ(t2.text, "hello");
