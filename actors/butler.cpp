@@ -771,10 +771,10 @@ class session_runner final : public work_runner {
 
   session_actor start(butler_ptr self, held_item& held) override {
     auto& ctx = self->state.ctx;
-    if (!params_.budgets.empty()) {
-      params_.reader = ctx->reader();
+    // The reader: budgets, and the attachments a session is given.
+    params_.reader = ctx->reader();
+    if (!params_.budgets.empty())
       params_.meters = self->state.usage->budgets();
-    }
     params_.traces = ctx->traces;
     params_.tools = ctx->tools;
     params_.tool_server = ctx->tool_server();

@@ -63,7 +63,8 @@ class actor_sink final : public connector_sink {
  public:
   actor_sink(caf::actor_system& sys, connector_actor hdl,
              const connector_params& p, std::shared_ptr<connector_stop> stop)
-    : sys_(sys), hdl_(std::move(hdl)), writer_(p.writer), reader_(p.reader),
+    : sys_(sys), hdl_(std::move(hdl)), switchboard_(p.switchboard),
+      writer_(p.writer), reader_(p.reader),
       metrics_(connector_metrics::of(p.ctx->metrics, p.cfg.name)),
       stop_(std::move(stop)) {
     rules_.connector = p.cfg.name;
@@ -119,6 +120,10 @@ class actor_sink final : public connector_sink {
         metrics_.invalid->inc(n);
         break;
       case source_event::failed: metrics_.errors->inc(n); break;
+      case source_event::attachment_refused:
+        metrics_.received->inc(n);
+        metrics_.attachments_refused->inc(n);
+        break;
     }
   }
 
@@ -144,6 +149,12 @@ class actor_sink final : public connector_sink {
 
   connector_stop& stop() override {
     return *stop_;
+  }
+
+  bool deliver(std::string notify) override {
+    auto r = call<route_response>(switchboard_, deliver_atom_v,
+                                  std::move(notify));
+    return r && r->status != "error";
   }
 
  private:
@@ -189,6 +200,7 @@ class actor_sink final : public connector_sink {
 
   caf::actor_system& sys_;
   connector_actor hdl_;
+  switchboard_actor switchboard_;
   inbox_writer_actor writer_;
   db_reader_actor reader_;
   connector_ingest_rules rules_;
@@ -315,6 +327,8 @@ void start_source(connector_ptr self, const connector_params& p) {
     if (auto tools = ctx->tool_server())
       caf::anon_send(tools, approve_atom_v, bot, update);
   };
+  limits.database_url = p.database_url;
+  limits.attachments = p.attachments;
   auto src = make_connector_source(p.cfg, limits, p.ctx->metrics);
   if (!src)
     return;

@@ -35,6 +35,10 @@ struct connector_params {
   /// `heartbeat_s` seconds (`connectors.heartbeat_s`; 0: none).
   connector_stats_actor stats;
   uint32_t heartbeat_s = 30;
+  /// Where a source stores the attachments it fetches (its own
+  /// connection; "" = none are fetched) and their caps (`[attachments]`).
+  std::string database_url;
+  attachment_limits attachments;
 };
 
 struct connector_state {

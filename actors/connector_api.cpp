@@ -96,19 +96,26 @@ void connector_api::telegram_webhook(const http_call& call, http_responder& out,
     return out.now(connector_down_reply(e->cfg.name));
   auto& name = e->cfg.name;
   e->metrics.received->inc();
-  auto m = call.body.size() <= settings_.http.max_body_bytes
-             ? map_telegram_update(call.body, e->cfg.endpoint_identity)
-             : telegram_update_mapping{update_verdict::invalid,
-                                       {},
-                                       "body exceeds http.max_body_bytes",
-                                       std::nullopt,
-                                       {}};
+  telegram_update_mapping m;
+  if (call.body.size() <= settings_.http.max_body_bytes) {
+    m = map_telegram_update(call.body, e->cfg.endpoint_identity);
+  } else {
+    m.verdict = update_verdict::invalid;
+    m.reason = "body exceeds http.max_body_bytes";
+  }
   if (m.verdict == update_verdict::ignored && m.kind == "callback_query") {
     // A press on an approval question's button (runtime/approvals.md).
     if (auto tools = ctx_->tool_server())
       caf::anon_send(tools, approve_atom_v, e->cfg.endpoint_identity,
                      std::string{call.body});
     return out.now(webhook_ack_reply("callback", {}, {}));
+  }
+  // Webhook mode fetches no files (runtime/attachments.md): a caption
+  // goes alone, a message of media only is ignored as before.
+  if (m.verdict == update_verdict::envelope && !m.media.empty()
+      && !m.has_text) {
+    m.verdict = update_verdict::ignored;
+    m.reason = m.kind + " of media only (webhook mode fetches no files)";
   }
   if (m.verdict == update_verdict::ignored) {
     e->metrics.ignored->inc();

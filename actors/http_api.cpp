@@ -4,7 +4,9 @@
 
 #include "actors/http_bridge.hpp"
 #include "runtime/approvals.hpp"
+#include "runtime/attachment_store.hpp"
 #include "runtime/http_checks.hpp"
+#include "runtime/json.hpp"
 #include "runtime/thread_list.hpp"
 #include "runtime/threads.hpp"
 
@@ -52,7 +54,46 @@ void with_butler(caf::actor_system& sys, std::chrono::milliseconds timeout,
 http_api::http_api(caf::actor_system& sys, const node_settings& settings,
                    node_context_ptr ctx)
   : sys_(sys), settings_(settings), ctx_(std::move(ctx)) {
-  // nop
+  if (!settings_.database.url.empty())
+    attachments_ = std::make_shared<attachment_store>(settings_.database.url,
+                                                      settings_.attachments, 2);
+  attachments_refused_ = &ctx_->metrics.get_counter(
+    "butlers_thread_attachments_refused_total",
+    "Thread turns refused because a file was over a cap");
+}
+
+std::optional<http_reply> http_api::store_turn_files(const http_call& call,
+                                                     thread_turn& turn) {
+  rapidjson::Document doc;
+  json::parse_limits limits;
+  limits.max_bytes = call.body.size();
+  if (json::parse(call.body, doc, limits))
+    return validation_reply("body is not valid JSON");
+  std::vector<turn_file> files;
+  std::string why;
+  switch (parse_turn_attachments(doc, settings_.attachments, files, why)) {
+    case turn_files_error::none: break;
+    case turn_files_error::invalid: return validation_reply(why);
+    case turn_files_error::over_cap:
+      attachments_refused_->inc();
+      return error_reply(butlers_errc::payload_too_large,
+                         "attachments refused: " + why);
+  }
+  if (files.empty())
+    return std::nullopt;
+  if (!attachments_)
+    return error_reply(butlers_errc::database_unavailable,
+                       "no database to store attachments in");
+  std::vector<attachment_ref> refs;
+  for (auto& f : files) {
+    std::string error;
+    auto ref = attachments_->put(f.bytes, f.ref.media_type, f.ref.name, &error);
+    if (!ref)
+      return error_reply(butlers_errc::database_unavailable, error);
+    refs.push_back(std::move(*ref));
+  }
+  turn.attachments = attachments_json(refs);
+  return std::nullopt;
 }
 
 // -- the actors behind the API ------------------------------------------------
@@ -205,6 +246,8 @@ void http_api::thread_turn_post(const http_call& call, http_responder& out,
   auto bad = parse_turn_body(call.body, turn);
   if (!bad.empty())
     return out.now(validation_reply(bad));
+  if (auto refused = store_turn_files(call, turn))
+    return out.now(std::move(*refused));
   turn.thread_id = id;
   auto dir = directory();
   if (!dir)

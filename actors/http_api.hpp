@@ -1,6 +1,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,6 +15,10 @@
 #include "runtime/http_router.hpp"
 
 namespace butlers {
+
+class attachment_store;
+class counter;
+struct thread_turn;
 
 /// One request as an API handler sees it: what the HTTP server parsed. The
 /// views live as long as the handler runs.
@@ -148,9 +153,20 @@ class http_api {
 
   std::chrono::milliseconds timeout() const;
 
+  /// Stores the files of thread turns (`attachments[]`) before the turn
+  /// goes to its thread; fills `turn.attachments`. Blocks (libpq) on the
+  /// HTTP thread, bounded by the body limit and the store's connections.
+  /// An error reply when they are refused or not stored.
+  std::optional<http_reply> store_turn_files(const http_call& call,
+                                             thread_turn& turn);
+
   caf::actor_system& sys_;
   const node_settings& settings_;
   node_context_ptr ctx_;
+  /// Where turns' files go (null without a database).
+  std::shared_ptr<attachment_store> attachments_;
+  /// Turns refused for a file over a cap.
+  counter* attachments_refused_ = nullptr;
 };
 
 } // namespace butlers

@@ -186,7 +186,9 @@ class cli_adapter final : public session_adapter {
     auto family = rt.family;
     subprocess_options opts;
     opts.argv = rt.command.empty() ? default_command(family) : rt.command;
-    auto prompt = cli_prompt(st.params.butler, st.env);
+    auto prompt = cli_prompt(st.params.butler, st.env)
+                  + attachment_file_list(attachment_refs(st.attachments),
+                                         st.attachment_paths);
     if (rt.prompt_via == prompt_passing::as_argument)
       opts.argv.push_back(prompt);
     else
@@ -799,7 +801,17 @@ session_actor::behavior_type session(
     });
   }
   st.adapter = make_session_adapter(st.params);
-  begin(self);
+  load_session_attachments(
+    self,
+    [self] {
+      // Cancelled or timed out while the files were read: nothing starts.
+      if (!self->state.finished)
+        begin(self);
+    },
+    [self](std::string cls, std::string msg, bool retryable) {
+      if (!self->state.finished)
+        fail(self, std::move(cls), std::move(msg), retryable);
+    });
   return {
     [self](cancel_atom) {
       self->state.adapter->stop();

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 
 #include "actors/interfaces.hpp"
 #include "runtime/approvals.hpp"
+#include "runtime/attachments.hpp"
 #include "runtime/blocking_pool.hpp"
 #include "runtime/budget.hpp"
 #include "runtime/config.hpp"
@@ -145,6 +147,11 @@ struct session_state {
   work_item item;
   route_envelope env;
   butler_actor butler;
+  /// The attachments the request names, read before the runtime starts
+  /// (those no longer stored are left out), and for runtimes that take
+  /// files, where each was written (same order; removed at the end).
+  std::vector<attachment_data> attachments;
+  std::vector<std::string> attachment_paths;
   std::chrono::steady_clock::time_point started;
   /// Runs the work (see `session_adapter`).
   std::unique_ptr<session_adapter> adapter;
@@ -226,5 +233,14 @@ void ask_approval(session_ptr self, std::string key, std::string tool,
 /// The prompt a CLI runtime gets: the butler's role, the request context as
 /// data, and the user's text fenced as untrusted data (spec 001 §6.1).
 std::string cli_prompt(const std::string& butler, const route_envelope& env);
+
+/// How a session step reports a failure: error class, message, retryable.
+using session_fail_fn = std::function<void(std::string, std::string, bool)>;
+
+/// Reads the request's attachments into the session's state and, for the
+/// runtimes that take files, writes them to a directory of the session's
+/// own (actors/session_attachments.cpp); then `then`, or `failed`.
+void load_session_attachments(session_ptr self, std::function<void()> then,
+                              session_fail_fn failed);
 
 } // namespace butlers

@@ -213,7 +213,7 @@ class claude_adapter final : public session_adapter {
     subprocess_options opts;
     opts.argv = rt.command.empty() ? claude_stream_command() : rt.command;
     opts.keep_stdin_open = true;
-    opts.stdin_data = claude_user_message(first_message(self));
+    opts.stdin_data = claude_user_message(first_message(self), st.attachments);
     opts.env.emplace_back("BUTLERS_BUTLER", st.params.butler);
     opts.env.emplace_back("BUTLERS_REQUEST_ID", st.env.request_id);
     opts.env.emplace_back("BUTLERS_WORK_ID", st.item.work_id);

@@ -174,8 +174,10 @@ class codex_adapter final : public session_adapter {
     auto& st = self->state;
     auto& rt = st.params.runtime;
     auto me = session_actor{self};
-    run_ = std::make_shared<codex_run>(cli_prompt(st.params.butler, st.env), me,
-                                       st.item.work_id,
+    auto prompt = cli_prompt(st.params.butler, st.env)
+                  + attachment_file_list(attachment_refs(st.attachments),
+                                         st.attachment_paths);
+    run_ = std::make_shared<codex_run>(std::move(prompt), me, st.item.work_id,
                                        st.params.approvals.active());
     // Input that waited for the run joins its first turn.
     on_steer(self);

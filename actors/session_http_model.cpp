@@ -460,6 +460,9 @@ class http_model_adapter final : public session_adapter {
     s.max_tokens = run->rt.max_tokens;
     s.temperature = run->rt.temperature;
     run->messages.push_back({"user", cli_prompt(st.params.butler, st.env)});
+    if (!st.attachments.empty())
+      run->messages.back().attachments = std::make_shared<
+        const std::vector<attachment_data>>(st.attachments);
     run->box = box_;
     run->stop = stop_;
     run->me = session_actor{self};

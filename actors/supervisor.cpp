@@ -83,6 +83,8 @@ void start_connectors(supervisor_ptr self) {
     p.dedupe_window_s = s.switchboard.dedupe_window_s;
     p.stats = st.connector_stats;
     p.heartbeat_s = s.connector_stats.heartbeat_s;
+    p.database_url = s.database.url;
+    p.attachments = s.attachments;
     auto hdl = self->spawn<caf::linked>(connector, std::move(p));
     published.emplace(cfg.name, hdl);
     st.connectors.push_back(std::move(hdl));

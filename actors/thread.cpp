@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/thread_events.hpp"
+#include "runtime/attachments.hpp"
 #include "runtime/json.hpp"
 #include "runtime/route.hpp"
 #include "runtime/uuid.hpp"
@@ -76,7 +77,8 @@ void note_message(thread_ptr self, const std::vector<std::string>& row,
 
 void process_next(thread_ptr self);
 void start_run(thread_ptr self, std::string run_id, std::string butler,
-               butler_actor hdl, std::string text, run_options opts);
+               butler_actor hdl, std::string text, run_options opts,
+               std::string attachments = {});
 void start_queued(thread_ptr self, const std::string& butler);
 
 /// Writes a run's state change (off the critical path; counted in
@@ -289,7 +291,8 @@ void collect_turn(thread_ptr self, const thread_turn& t, const turn_decision& d,
 
 /// Hands a run to its butler: route.execute with this thread as reply_to.
 void start_run(thread_ptr self, std::string run_id, std::string butler,
-               butler_actor hdl, std::string text, run_options opts) {
+               butler_actor hdl, std::string text, run_options opts,
+               std::string attachments) {
   auto& st = self->state;
   auto& act = activity(self);
   act.runs.push_back(thread_run{run_id, butler, hdl, {}, {}, false});
@@ -308,6 +311,7 @@ void start_run(thread_ptr self, std::string run_id, std::string butler,
   env.prompt = std::move(text);
   env.run_model = std::move(opts.model);
   env.run_max_steps = opts.max_steps;
+  env.attachments = std::move(attachments);
   route_request req{make_route_json(env), "thread", {}, untyped(self)};
   self->request(hdl, st.env->timeout, route_atom_v, std::move(req))
     .then(
@@ -441,7 +445,7 @@ void apply_turn(thread_ptr self, const thread_turn& t, const turn_decision& d,
       if (auto run = find_run(act.runs, run_id, false)) {
         steer_input in;
         in.message_id = t.message_id;
-        in.text = t.text;
+        in.text = t.text + attachment_notes(t.attachments);
         in.accepted_us = unix_now_us();
         if (run->work_id.empty())
           run->unsent.push_back(std::move(in));
@@ -458,7 +462,9 @@ void apply_turn(thread_ptr self, const thread_turn& t, const turn_decision& d,
     case turn_action::collect: collect_turn(self, t, d, run_id, butler); break;
     case turn_action::queue:
       st.env->queued->inc();
-      act.queued.push_back(queued_run{run_id, butler, t.text, options_of(t)});
+      act.queued.push_back(queued_run{run_id, butler,
+                                      t.text + attachment_notes(t.attachments),
+                                      options_of(t)});
       self->send(st.env->directory, run_atom_v, run_id, st.id, true);
       publish_run(self, run_id, butler, "queued");
       break;
@@ -467,7 +473,8 @@ void apply_turn(thread_ptr self, const thread_turn& t, const turn_decision& d,
         st.env->interrupted->inc();
         cancel_run(self, d.active_run_id);
       }
-      start_run(self, run_id, butler, hdl, t.text, options_of(t));
+      start_run(self, run_id, butler, hdl, t.text, options_of(t),
+                t.attachments);
   }
 }
 

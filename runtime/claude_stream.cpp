@@ -133,11 +133,11 @@ std::vector<std::string> claude_stream_command() {
           "--verbose",       "--include-partial-messages"};
 }
 
-std::string claude_user_message(std::string_view text) {
-  std::string out = R"({"type":"user","message":{"role":"user","content":)"
-                    R"([{"type":"text","text":)";
-  out += json::quote(text);
-  out += R"(}]},"parent_tool_use_id":null,"session_id":"default"})";
+std::string claude_user_message(std::string_view text,
+                                const std::vector<attachment_data>& xs) {
+  std::string out = R"({"type":"user","message":{"role":"user","content":)";
+  out += anthropic_content(text, xs);
+  out += R"(},"parent_tool_use_id":null,"session_id":"default"})";
   out += '\n';
   return out;
 }

@@ -28,6 +28,8 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/attachments.hpp"
+
 namespace butlers {
 
 /// The command a claude session runs when its butler names none:
@@ -36,8 +38,10 @@ namespace butlers {
 std::vector<std::string> claude_stream_command();
 
 /// The line (ending in '\n') that passes `text` to the model as one user
-/// message.
-std::string claude_user_message(std::string_view text);
+/// message, with `attachments` as image and document content blocks
+/// (base64 sources) after the text.
+std::string claude_user_message(
+  std::string_view text, const std::vector<attachment_data>& attachments = {});
 
 /// What one stdout line of a stream-json CLI says.
 enum class claude_event_kind : uint8_t {

@@ -152,6 +152,8 @@ void read_root(parser& p, const toml::table& root) {
     read_table(p, *t, "telemetry", telemetry_fields(), out.telemetry);
   if (auto t = s.table("tools"))
     read_table(p, *t, "tools", tool_fields(), out.tools);
+  if (auto t = s.table("attachments"))
+    read_table(p, *t, "attachments", attachment_fields(), out.attachments);
   s.finish();
 }
 
@@ -250,15 +252,19 @@ bool operator==(const telemetry_config& x, const telemetry_config& y) {
   return equal_fields(telemetry_fields(), x, y);
 }
 
+bool operator==(const attachment_limits& x, const attachment_limits& y) {
+  return equal_fields(attachment_fields(), x, y);
+}
+
 bool operator==(const node_settings& x, const node_settings& y) {
   return std::tie(x.node, x.database, x.http, x.switchboard, x.router,
                   x.policies, x.budgets, x.butlers, x.messenger, x.connectors,
                   x.cluster, x.scheduler, x.threads, x.connector_stats,
-                  x.telemetry, x.tools)
+                  x.telemetry, x.tools, x.attachments)
          == std::tie(y.node, y.database, y.http, y.switchboard, y.router,
                      y.policies, y.budgets, y.butlers, y.messenger,
                      y.connectors, y.cluster, y.scheduler, y.threads,
-                     y.connector_stats, y.telemetry, y.tools);
+                     y.connector_stats, y.telemetry, y.tools, y.attachments);
 }
 
 bool cluster_config::hosts(const std::string& name) const {
@@ -507,6 +513,8 @@ std::string to_toml(const node_settings& s) {
 
   out << "\n[telemetry]\n" << print_fields(telemetry_fields(), s.telemetry);
   out << "\n[tools]\n" << print_fields(tool_fields(), s.tools);
+  out << "\n[attachments]\n"
+      << print_fields(attachment_fields(), s.attachments);
   for (auto& b : s.butlers) {
     out << "\n[[butler]]\n" << print_fields(butler_fields(), b);
     out << "[butler.runtime]\n" << print_fields(runtime_fields(), b.runtime);

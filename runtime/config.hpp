@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/attachments.hpp"
 #include "runtime/config_enums.hpp"
 
 namespace butlers {
@@ -761,6 +762,9 @@ struct node_settings {
   telemetry_config telemetry;
   /// `[tools]`.
   tool_settings tools;
+  /// `[attachments]`: the caps and retention of attachments
+  /// (runtime/attachments.md).
+  attachment_limits attachments;
   /// File the settings were read from; "" when not from a file.
   std::string path;
   /// Where each key and table was written, by dotted key ("http.bind",
@@ -796,6 +800,7 @@ bool operator==(const tool_settings& x, const tool_settings& y);
 bool operator==(const connectors_config& x, const connectors_config& y);
 
 bool operator==(const telemetry_config& x, const telemetry_config& y);
+bool operator==(const attachment_limits& x, const attachment_limits& y);
 
 /// Compares every section; `path` and `positions` (where the settings came
 /// from, not what they are) are ignored.

@@ -805,6 +805,23 @@ const fields<connectors_config>& connectors_fields() {
   return list;
 }
 
+// -- [attachments] ------------------------------------------------------------
+
+const fields<attachment_limits>& attachment_fields() {
+  using c = attachment_limits;
+  static const fields<c> list{
+    integer("max_bytes", &c::max_bytes, 1, int64_t{1} << 30,
+            "largest attachment in bytes; a larger one is refused with a "
+            "message to the sender"),
+    integer("max_message_bytes", &c::max_message_bytes, 1, int64_t{1} << 30,
+            "largest sum of one message's attachments in bytes"),
+    integer("max_count", &c::max_count, 1, 32, "most attachments per message"),
+    integer("retention_days", &c::retention_days, 1, 3650,
+            "days an attachment is kept after it was last stored"),
+  };
+  return list;
+}
+
 // -- [telemetry] (issue 26, tracing) -----------------------------------------
 
 const fields<telemetry_config>& telemetry_fields() {
@@ -886,6 +903,7 @@ std::vector<section_reference> config_reference() {
     reference_of("[connectors]", connectors_fields()),
 
     reference_of("[telemetry]", telemetry_fields()),
+    reference_of("[attachments]", attachment_fields()),
   };
 }
 

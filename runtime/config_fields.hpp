@@ -411,4 +411,7 @@ const fields<connectors_config>& connectors_fields();
 /// `[telemetry]` (issue 26, tracing).
 const fields<telemetry_config>& telemetry_fields();
 
+/// `[attachments]` (runtime/attachments.md).
+const fields<attachment_limits>& attachment_fields();
+
 } // namespace butlers::config_detail

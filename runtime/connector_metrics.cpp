@@ -21,6 +21,9 @@ connector_metrics connector_metrics::of(metrics_registry& reg,
                     "Input a connector could not turn into a valid envelope");
   m.ignored = count("butlers_connector_ignored_total",
                     "Events of kinds a connector does not take");
+  m.attachments_refused = count("butlers_connector_attachments_refused_total",
+                                "Messages refused because an attachment was "
+                                "over a cap");
   m.refused = count("butlers_connector_refused_total",
                     "Envelopes refused at a connector's max_in_flight");
   m.errors = count("butlers_connector_errors_total",

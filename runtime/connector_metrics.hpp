@@ -24,6 +24,9 @@ struct connector_metrics {
   counter* invalid = nullptr;
   /// Events of kinds the connector does not take, acknowledged unstored.
   counter* ignored = nullptr;
+  /// Messages refused because an attachment was over a cap
+  /// (runtime/attachments.md); the sender was told.
+  counter* attachments_refused = nullptr;
   /// Refused because `max_in_flight` envelopes waited for their commit.
   counter* refused = nullptr;
   /// Submissions that failed for want of the database, the switchboard or

@@ -110,6 +110,10 @@ enum class source_event : uint8_t {
   /// The source's upstream failed (a getUpdates error, an unreadable
   /// directory); it retries later (counted errors).
   failed,
+  /// A message whose attachment is over a cap (runtime/attachments.md):
+  /// refused with a message to its sender, nothing of it stored (counted
+  /// received and attachments_refused).
+  attachment_refused,
 };
 
 /// Reading a checkpoint: its value, none stored yet, or the database did
@@ -169,6 +173,15 @@ class connector_sink {
 
   /// The connector's stop signal.
   virtual connector_stop& stop() = 0;
+
+  /// Hands a notify.v1 (JSON text) to the messenger through the
+  /// switchboard, as a butler's reply goes: true once the messenger has
+  /// it durably (it then delivers it, retrying, like any reply). How a
+  /// source tells a person what it refused.
+  virtual bool deliver(std::string notify) {
+    (void)notify;
+    return false;
+  }
 };
 
 // -- the source ---------------------------------------------------------------

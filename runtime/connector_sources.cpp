@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "runtime/attachment_store.hpp"
 #include "runtime/jsonl_source.hpp"
 #include "runtime/maildir_source.hpp"
 #include "runtime/telegram_poll.hpp"
@@ -25,6 +26,13 @@ std::unique_ptr<connector_source> make_connector_source(
       o.poll_timeout_s = cfg.poll_timeout_s;
       o.batch = cfg.max_in_flight;
       o.on_callback = limits.on_callback;
+      o.attachment_caps = limits.attachments;
+      // One connection of its own: a photo never waits in the writer's
+      // group commit, and the source fetches one file at a time.
+      if (!limits.database_url.empty())
+        o.attachments = std::make_shared<attachment_store>(limits.database_url,
+                                                           limits.attachments,
+                                                           1);
       return std::make_unique<telegram_poll_source>(std::move(o));
     }
     case connector_type::jsonl: {

@@ -24,6 +24,10 @@ struct connector_source_limits {
   /// question's button; runtime/approvals.md), as (bot, Update JSON text).
   /// Empty: they are ignored like other kinds.
   std::function<void(const std::string&, const std::string&)> on_callback;
+  /// Where sources store the attachments they fetch ("" = none fetched)
+  /// and their caps.
+  std::string database_url;
+  attachment_limits attachments;
 };
 
 /// The source a connector of `cfg.type` (and `cfg.mode`) runs on its own

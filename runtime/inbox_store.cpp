@@ -7,6 +7,7 @@
 
 #include <pqxx/pqxx>
 
+#include "runtime/attachments.hpp"
 #include "runtime/embedded.hpp"
 #include "runtime/migrations.hpp"
 #include "runtime/pg_array.hpp"
@@ -285,6 +286,7 @@ void inbox_store::write_claims(pqxx::work& tx, const std::vector<inbox_ref>& in,
     c.record.normalized_text = row[8].as<std::string>();
     c.record.policy_tier = row[9].as<std::string>();
     ctx.trace_state = row[10].as<std::string>();
+    c.record.attachments = attachments_of_payload(row[11].as<std::string>());
     claimed.emplace(ctx.request_id, std::move(c));
   }
   out.clear();

@@ -6,6 +6,7 @@
 
 #include <rapidjson/reader.h>
 
+#include "runtime/attachments.hpp"
 #include "runtime/dedupe.hpp"
 #include "runtime/json.hpp"
 #include "runtime/tracing.hpp"
@@ -28,6 +29,8 @@ struct envelope {
   std::string idempotency_key;
   std::string normalized_text;
   std::string policy_tier;
+  /// payload.attachments as canonical JSON ("" when absent or empty).
+  std::string attachments;
 };
 
 inbox_record make_record(envelope&& e, std::string_view body,
@@ -42,7 +45,14 @@ inbox_record make_record(envelope&& e, std::string_view body,
   key.external_event_id = e.external_event_id;
   key.sender_identity = e.sender_identity;
   key.idempotency_key = e.idempotency_key;
-  key.normalized_text = e.normalized_text;
+  // Two photos without a caption differ by their bytes only: the
+  // references join the text the key hashes.
+  std::string text_and_files;
+  if (!e.attachments.empty())
+    text_and_files = e.normalized_text + "\n" + e.attachments;
+  key.normalized_text = e.attachments.empty()
+                          ? std::string_view{e.normalized_text}
+                          : text_and_files;
   key.received_at_s = now_us / 1000000;
   rec.dedupe_key = dedupe_key(key, dedupe_window_s);
   ctx.source_channel = std::move(e.channel);
@@ -59,6 +69,7 @@ inbox_record make_record(envelope&& e, std::string_view body,
   rec.policy_tier = e.policy_tier.empty() ? "default"
                                           : std::move(e.policy_tier);
   rec.schema_version = "ingest.v1";
+  rec.attachments = std::move(e.attachments);
   return rec;
 }
 
@@ -505,6 +516,11 @@ ingest_parse_result parse_ingest_full(std::string_view body, size_t max_bytes,
   e.external_event_id = get_string(doc, {"event", "external_event_id"});
   e.idempotency_key = get_string(doc, {"control", "idempotency_key"});
   e.policy_tier = get_string(doc, {"control", "policy_tier"});
+  if (auto p = doc.FindMember("payload"); p != doc.MemberEnd()) {
+    auto a = p->value.FindMember("attachments");
+    if (a != p->value.MemberEnd() && !a->value.Empty())
+      e.attachments = attachments_json(parse_attachments(a->value));
+  }
   // Each is stored as text, or in the dedupe key, which is text too.
   const std::pair<const char*, const std::string*> stored[] = {
     {"/source/endpoint_identity", &e.endpoint_identity},

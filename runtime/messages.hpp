@@ -51,12 +51,16 @@ struct inbox_record {
   std::string policy_tier;
   /// Schema version of the stored payload (`ingest.v1`).
   std::string schema_version;
+  /// `payload.attachments` as a JSON array of references
+  /// (runtime/attachments.hpp), "" when the message has none.
+  std::string attachments;
 };
 
 template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, inbox_record& x) {
   return f(caf::meta::type_name("inbox_record"), x.context, x.dedupe_key,
-           x.raw_payload, x.normalized_text, x.policy_tier, x.schema_version);
+           x.raw_payload, x.normalized_text, x.policy_tier, x.schema_version,
+           x.attachments);
 }
 
 /// The answer to appending an `inbox_record`: what is durable now.

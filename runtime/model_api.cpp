@@ -46,6 +46,10 @@ std::string openai_messages(const std::string& system,
     }
     next();
     out += R"({"role":)" + json::quote(m.role) + R"(,"content":)";
+    if (m.attachments && !m.attachments->empty()) {
+      out += openai_content(m.content, *m.attachments) + "}";
+      continue;
+    }
     if (m.tool_calls.empty()) {
       out += json::quote(m.content) + "}";
       continue;
@@ -98,6 +102,10 @@ std::string anthropic_messages(const std::vector<chat_message>& messages) {
       continue;
     }
     out += R"({"role":)" + json::quote(m.role) + R"(,"content":)";
+    if (m.attachments && !m.attachments->empty()) {
+      out += anthropic_content(m.content, *m.attachments) + "}";
+      continue;
+    }
     if (m.tool_calls.empty()) {
       out += json::quote(m.content) + "}";
       continue;

@@ -23,11 +23,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "runtime/attachments.hpp"
 #include "runtime/sse.hpp"
 
 namespace butlers {
@@ -76,6 +78,10 @@ struct chat_message {
   std::vector<model_tool_call> tool_calls;
   /// tool: one result per call of the previous message, in its order.
   std::vector<model_tool_result> tool_results;
+  /// user: files sent with it, given to the model as content blocks after
+  /// the text (OpenAI `image_url`/`file` parts, Anthropic image/document
+  /// blocks); null or empty: the content is the text alone.
+  std::shared_ptr<const std::vector<attachment_data>> attachments;
 };
 
 /// What every call of a run sends besides the messages.

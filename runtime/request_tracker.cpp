@@ -603,6 +603,7 @@ void request_tracker::dispatch(const std::string& id, size_t i,
   d.envelope.butler = seg.butler;
   d.envelope.tool = "route.execute";
   d.envelope.prompt = seg.prompt;
+  d.envelope.attachments = rq.record.attachments;
   out.dispatches.push_back(std::move(d));
 }
 

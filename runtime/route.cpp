@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <ctime>
 
+#include "runtime/attachments.hpp"
 #include "runtime/json.hpp"
 #include "runtime/threads.hpp"
 
@@ -202,9 +203,16 @@ std::optional<route_rejection> parse_route(std::string_view text,
   out.notify_request.clear();
   out.run_model.clear();
   out.run_max_steps = 0;
+  out.attachments.clear();
   if (auto context = object_at(doc["input"], "context")) {
     if (auto bad = read_run_options(*context, out))
       return bad;
+    if (auto a = context->FindMember("attachments");
+        a != context->MemberEnd()) {
+      auto xs = parse_attachments(a->value);
+      if (!xs.empty())
+        out.attachments = attachments_json(xs);
+    }
     auto i = context->FindMember("notify_request");
     if (i != context->MemberEnd()) {
       auto nv = schema::get("notify.v1").validate(i->value);
@@ -250,6 +258,9 @@ std::string make_route_json(const route_envelope& x) {
                  + std::to_string(x.run_max_steps);
     context += '}';
   }
+  if (!x.attachments.empty())
+    context += std::string{context.empty() ? "" : ","} + R"("attachments":)"
+               + x.attachments;
   if (!context.empty())
     out += R"(,"context":{)" + context + '}';
   out += '}';

@@ -118,6 +118,9 @@ struct route_envelope {
   std::string prompt;
   /// input.context.notify_request as JSON text, "" when absent.
   std::string notify_request;
+  /// input.context.attachments (references, runtime/attachments.hpp) as
+  /// JSON text, "" when the request has none.
+  std::string attachments;
   /// W3C traceparent, carried as trace_context.traceparent ("" = none).
   std::string trace_parent;
   /// W3C tracestate, carried as trace_context.tracestate ("" = none).

@@ -7,6 +7,7 @@
 #include "runtime/config.hpp"
 #include "runtime/json.hpp"
 #include "runtime/resilience.hpp"
+#include "runtime/telegram_files.hpp"
 #include "runtime/telegram_update.hpp"
 
 namespace butlers {
@@ -149,18 +150,85 @@ bool telegram_poll_source::submit(connector_sink& sink,
   return true;
 }
 
+bool telegram_poll_source::attach(connector_sink& sink,
+                                  telegram_update_mapping& m, bool& stopped) {
+  uint32_t attempt = 0;
+  for (;;) {
+    auto got = fetch_telegram_media(m.media, opts_.attachment_caps,
+                                    opts_.api_base, opts_.token, opts_.fetch,
+                                    opts_.attachments.get(),
+                                    sink.stop().flag());
+    if (sink.stop().raised()) {
+      stopped = true;
+      return false;
+    }
+    if (got.what == media_fetch::kind::stored) {
+      m.envelope = with_attachments(std::move(m.envelope), got.refs);
+      return true;
+    }
+    if (got.what == media_fetch::kind::refused) {
+      spdlog::info("connector {}: update {} refused: {}", opts_.name,
+                   m.update_id ? std::to_string(*m.update_id) : "?",
+                   got.reason);
+      // The person is told, through the messenger, before the update is
+      // confirmed to Telegram: a crash before this sends it again.
+      auto notify = attachment_refusal_notify("telegram",
+                                              std::to_string(m.chat_id),
+                                              got.reason,
+                                              "attachment-refused:"
+                                                + opts_.endpoint_identity + ":"
+                                                + std::to_string(
+                                                  m.update_id.value_or(0)));
+      while (!sink.deliver(notify)) {
+        spdlog::warn("connector {}: the refusal of update {} was not handed "
+                     "to the messenger; trying again",
+                     opts_.name, m.update_id.value_or(0));
+        if (!back_off(sink, attempt)) {
+          stopped = true;
+          return false;
+        }
+      }
+      sink.count(source_event::attachment_refused);
+      return false;
+    }
+    sink.count(source_event::failed);
+    spdlog::warn("connector {}: the files of update {} were not fetched ({}); "
+                 "trying again",
+                 opts_.name, m.update_id.value_or(0), got.reason);
+    if (!back_off(sink, attempt)) {
+      stopped = true;
+      return false;
+    }
+  }
+}
+
 std::optional<int64_t> telegram_poll_source::take(
   connector_sink& sink, const std::vector<std::string>& updates) {
   int64_t next = 0;
   std::vector<submission> subs;
   for (auto& text : updates) {
-    auto m = map_telegram_update(text, opts_.endpoint_identity);
+    auto m = map_telegram_update(text, opts_.endpoint_identity,
+                                 opts_.attachment_caps.max_bytes);
     if (m.update_id)
       next = std::max(next, *m.update_id + 1);
     switch (m.verdict) {
-      case update_verdict::envelope:
+      case update_verdict::envelope: {
+        bool stopped = false;
+        // Without a store (no database) files are not fetched: the text
+        // or caption goes alone, and a message of media only is ignored.
+        if (!m.media.empty() && !opts_.attachments && !m.has_text) {
+          sink.count(source_event::ignored);
+          break;
+        }
+        if (!m.media.empty() && opts_.attachments
+            && !attach(sink, m, stopped)) {
+          if (stopped)
+            return std::nullopt;
+          break;
+        }
         subs.push_back(submission{std::move(m.envelope), {}});
         break;
+      }
       case update_verdict::ignored:
         if (m.kind == "callback_query" && opts_.on_callback)
           opts_.on_callback(opts_.endpoint_identity, text);

@@ -24,8 +24,10 @@
 #include <string>
 #include <vector>
 
+#include "runtime/attachment_store.hpp"
 #include "runtime/connector_source.hpp"
 #include "runtime/http_client.hpp"
+#include "runtime/telegram_update.hpp"
 
 namespace butlers {
 
@@ -83,6 +85,11 @@ class telegram_poll_source final : public connector_source {
     fetch_fn fetch;
     /// callback_query Updates go here (bot, Update JSON); empty: ignored.
     std::function<void(const std::string&, const std::string&)> on_callback;
+    /// Where the files of messages go (runtime/telegram_files.hpp); null:
+    /// a message with files waits (retried) until there is one.
+    std::shared_ptr<attachment_store> attachments;
+    /// The caps a message's files are held to.
+    attachment_limits attachment_caps;
   };
 
   explicit telegram_poll_source(options opts);
@@ -98,6 +105,12 @@ class telegram_poll_source final : public connector_source {
 
   /// Submits `subs` until each is settled; false when stopped first.
   bool submit(connector_sink& sink, std::vector<submission> subs);
+
+  /// Fetches and stores the files of `m` and adds them to its envelope;
+  /// for a message over a cap, tells its sender and counts it. False when
+  /// the message is not to be submitted (refused) or the source stopped
+  /// (`stopped` set).
+  bool attach(connector_sink& sink, telegram_update_mapping& m, bool& stopped);
 
   /// Waits the next backoff (doubling, jittered); false when stopped.
   bool back_off(connector_sink& sink, uint32_t& attempt);

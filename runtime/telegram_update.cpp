@@ -66,7 +66,100 @@ std::string make_envelope(std::string_view bot, int64_t update_id,
   return out;
 }
 
+/// A string member, "" when absent or not a string.
+std::string text_member(const rapidjson::Value& v, const char* name) {
+  auto m = member(v, name);
+  if (m == nullptr || !m->IsString())
+    return {};
+  return {m->GetString(), m->GetStringLength()};
+}
+
+/// The media entry of a file object (document, voice, ...), if it has a
+/// file_id.
+std::optional<telegram_media> file_of(const rapidjson::Value& f,
+                                      const char* kind,
+                                      const char* default_type,
+                                      const char* default_name) {
+  telegram_media m;
+  m.kind = kind;
+  m.file_id = text_member(f, "file_id");
+  if (m.file_id.empty())
+    return std::nullopt;
+  if (auto n = int_member(f, "file_size"); n && *n >= 0)
+    m.file_size = static_cast<uint64_t>(*n);
+  m.media_type = text_member(f, "mime_type");
+  if (m.media_type.empty() || m.media_type.size() > 255)
+    m.media_type = default_type;
+  m.name = text_member(f, "file_name");
+  if (m.name.empty() || m.name.size() > 255)
+    m.name = default_name;
+  return m;
+}
+
+/// The size of a photo to fetch (see telegram_media_of).
+const rapidjson::Value* pick_photo(const rapidjson::Value& sizes,
+                                   uint64_t max_bytes) {
+  const rapidjson::Value* best = nullptr;
+  const rapidjson::Value* smallest = nullptr;
+  int64_t best_area = -1;
+  uint64_t smallest_size = UINT64_MAX;
+  for (auto& s : sizes.GetArray()) {
+    if (text_member(s, "file_id").empty())
+      continue;
+    auto size = int_member(s, "file_size");
+    auto area = int_member(s, "width").value_or(0)
+                * int_member(s, "height").value_or(0);
+    auto bytes = size && *size >= 0 ? static_cast<uint64_t>(*size) : 0;
+    if (bytes < smallest_size || smallest == nullptr) {
+      smallest = &s;
+      smallest_size = bytes;
+    }
+    if (bytes <= max_bytes && area > best_area) {
+      best = &s;
+      best_area = area;
+    }
+  }
+  return best != nullptr ? best : smallest;
+}
+
 } // namespace
+
+std::vector<telegram_media> telegram_media_of(const rapidjson::Value& msg,
+                                              uint64_t max_bytes) {
+  std::vector<telegram_media> out;
+  if (auto photo = member(msg, "photo"); photo && photo->IsArray()) {
+    if (auto p = pick_photo(*photo, max_bytes))
+      if (auto m = file_of(*p, "photo", "image/jpeg", "photo.jpg"))
+        out.push_back(std::move(*m));
+  }
+  struct kind_info {
+    const char* kind;
+    const char* type;
+    const char* name;
+  };
+  static constexpr kind_info kinds[] = {
+    {"document", "application/octet-stream", "document"},
+    {"voice", "audio/ogg", "voice.ogg"},
+    {"audio", "audio/mpeg", "audio.mp3"},
+    {"video", "video/mp4", "video.mp4"},
+    {"video_note", "video/mp4", "video_note.mp4"},
+  };
+  for (auto& k : kinds)
+    if (auto f = member(msg, k.kind); f && f->IsObject())
+      if (auto m = file_of(*f, k.kind, k.type, k.name))
+        out.push_back(std::move(*m));
+  return out;
+}
+
+std::string with_attachments(std::string envelope,
+                             const std::vector<attachment_ref>& xs) {
+  // make_envelope ends with the payload's and the envelope's "}}".
+  if (xs.empty() || envelope.size() < 2)
+    return envelope;
+  envelope.insert(envelope.size() - 2,
+                  R"(,"attachments":)" + attachments_json(xs));
+  return envelope;
+}
 
 const char* to_string(update_verdict x) {
   switch (x) {
@@ -90,8 +183,9 @@ std::string rfc3339_of_unix_s(int64_t unix_s) {
   return std::string{buf, n};
 }
 
-telegram_update_mapping map_telegram_update(
-  std::string_view update_json, std::string_view endpoint_identity) {
+telegram_update_mapping map_telegram_update(std::string_view update_json,
+                                            std::string_view endpoint_identity,
+                                            uint64_t max_attachment_bytes) {
   rapidjson::Document doc;
   // The webhook's body is as big as the HTTP server allows; the depth
   // limit keeps the parse bounded whatever it holds.
@@ -101,12 +195,14 @@ telegram_update_mapping map_telegram_update(
     telegram_update_mapping out;
     return fail(out, update_verdict::invalid, "not JSON: " + err->message);
   }
-  return map_telegram_update(doc, update_json, endpoint_identity);
+  return map_telegram_update(doc, update_json, endpoint_identity,
+                             max_attachment_bytes);
 }
 
-telegram_update_mapping map_telegram_update(
-  const rapidjson::Value& update, std::string_view update_json,
-  std::string_view endpoint_identity) {
+telegram_update_mapping map_telegram_update(const rapidjson::Value& update,
+                                            std::string_view update_json,
+                                            std::string_view endpoint_identity,
+                                            uint64_t max_attachment_bytes) {
   telegram_update_mapping out;
   if (!update.IsObject())
     return fail(out, update_verdict::invalid, "not a JSON object");
@@ -147,10 +243,11 @@ telegram_update_mapping map_telegram_update(
   const rapidjson::Value* text = member(*msg, "text");
   if (text == nullptr)
     text = member(*msg, "caption");
-  if (text == nullptr)
+  auto media = telegram_media_of(*msg, max_attachment_bytes);
+  if (text == nullptr && media.empty())
     return fail(out, update_verdict::ignored,
-                out.kind + " without text or caption");
-  if (!text->IsString())
+                out.kind + " without text, caption or media");
+  if (text != nullptr && !text->IsString())
     return fail(out, update_verdict::invalid,
                 out.kind + " whose text or caption is not a string");
   auto sender = id_of(*msg, "from");
@@ -159,9 +256,14 @@ telegram_update_mapping map_telegram_update(
   if (!sender)
     sender = chat;
   out.verdict = update_verdict::envelope;
+  out.media = std::move(media);
+  out.chat_id = *chat;
+  out.has_text = text != nullptr;
+  std::string_view body;
+  if (text != nullptr)
+    body = {text->GetString(), text->GetStringLength()};
   out.envelope = make_envelope(endpoint_identity, *out.update_id, *chat,
-                               observed_at, *sender, update_json,
-                               {text->GetString(), text->GetStringLength()});
+                               observed_at, *sender, update_json, body);
   return out;
 }
 

@@ -17,8 +17,14 @@
 //   optional;
 // - payload.raw: the Update itself, verbatim (the messenger reads chat.id and
 //   message_id from it to reply and react), payload.normalized_text: the
-//   message's `text`, else its `caption`; a message with neither (a sticker,
-//   a photo without caption) is ignored.
+//   message's `text`, else its `caption`, else "" for a message that is
+//   only media; a message with none of these (a sticker, a location) is
+//   ignored;
+// - media (runtime/attachments.md): a `photo` (its largest size that fits
+//   the attachment cap), `document`, `voice`, `audio`, `video` or
+//   `video_note` is listed in `media` for the connector to download
+//   (getFile) and store; it adds payload.attachments (`with_attachments`)
+//   before it submits the envelope.
 //
 // Anything that is not an Update of that shape (not JSON, no integer
 // update_id, a message without chat or date, a text that is not a string)
@@ -28,8 +34,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <rapidjson/document.h>
+
+#include "runtime/attachments.hpp"
 
 namespace butlers {
 
@@ -47,6 +56,31 @@ enum class update_verdict : uint8_t {
 /// "envelope", "ignored", "invalid".
 const char* to_string(update_verdict x);
 
+/// A file of a message, to be fetched with getFile.
+struct telegram_media {
+  /// "photo", "document", "voice", "audio", "video", "video_note".
+  std::string kind;
+  std::string file_id;
+  /// `file_size` when Telegram gave it.
+  std::optional<uint64_t> file_size;
+  /// The MIME type (Telegram's `mime_type`, else the kind's usual one).
+  std::string media_type;
+  /// `file_name`, else a name for the kind ("photo.jpg", "voice.ogg").
+  std::string name;
+};
+
+/// The media of a message object (`photo`, `document`, ...). For a photo,
+/// the largest size whose `file_size` is at most `max_bytes` (unknown
+/// sizes count as fitting); when none fits, the smallest, which the
+/// connector then refuses as over the cap.
+std::vector<telegram_media> telegram_media_of(const rapidjson::Value& msg,
+                                              uint64_t max_bytes);
+
+/// `envelope` (ingest.v1 text made by `map_telegram_update`) with
+/// payload.attachments set to `xs`.
+std::string with_attachments(std::string envelope,
+                             const std::vector<attachment_ref>& xs);
+
 struct telegram_update_mapping {
   update_verdict verdict = update_verdict::invalid;
   /// verdict envelope: the ingest.v1 JSON text.
@@ -58,18 +92,28 @@ struct telegram_update_mapping {
   std::optional<int64_t> update_id;
   /// The Update's kind ("message", "callback_query", ...) when known.
   std::string kind;
+  /// verdict envelope: the message's files, to fetch and store before the
+  /// envelope is submitted (none for a text message).
+  std::vector<telegram_media> media;
+  /// verdict envelope: the chat (where a refusal goes).
+  int64_t chat_id = 0;
+  /// verdict envelope: the message has a text or caption (else it is only
+  /// media).
+  bool has_text = false;
 };
 
 /// Maps an Update given as JSON text (a webhook's body) for the bot
 /// `endpoint_identity`; the text becomes payload.raw as it is.
-telegram_update_mapping map_telegram_update(std::string_view update_json,
-                                            std::string_view endpoint_identity);
+telegram_update_mapping map_telegram_update(
+  std::string_view update_json, std::string_view endpoint_identity,
+  uint64_t max_attachment_bytes = attachment_limits{}.max_bytes);
 
 /// Maps a parsed Update (an element of getUpdates' result); `update_json` is
 /// its text, which becomes payload.raw.
-telegram_update_mapping map_telegram_update(const rapidjson::Value& update,
-                                            std::string_view update_json,
-                                            std::string_view endpoint_identity);
+telegram_update_mapping map_telegram_update(
+  const rapidjson::Value& update, std::string_view update_json,
+  std::string_view endpoint_identity,
+  uint64_t max_attachment_bytes = attachment_limits{}.max_bytes);
 
 /// RFC 3339 UTC ("2015-09-07T17:05:32Z") of a Unix time in seconds; empty
 /// for a time before 1970 or after 9999.

@@ -61,7 +61,10 @@ std::string parse_turn_options(const rapidjson::Value& v, thread_turn& out,
 
 std::string parse_turn_body(std::string_view body, thread_turn& out) {
   rapidjson::Document doc;
-  if (auto err = json::parse(body, doc))
+  // The HTTP server bounded the body (http.max_body_bytes).
+  json::parse_limits limits;
+  limits.max_bytes = body.size();
+  if (auto err = json::parse(body, doc, limits))
     return "body is not valid JSON: " + err->message;
   if (!doc.IsObject())
     return "body must be a JSON object";
@@ -69,6 +72,9 @@ std::string parse_turn_body(std::string_view body, thread_turn& out) {
   std::string options_mode;
   for (auto& m : doc.GetObject()) {
     std::string key{m.name.GetString(), m.name.GetStringLength()};
+    // Files: read by parse_turn_attachments (runtime/attachments.hpp).
+    if (key == "attachments")
+      continue;
     std::string* target = nullptr;
     if (key == "options") {
       if (auto bad = parse_turn_options(m.value, out, options_mode);

@@ -33,13 +33,16 @@ struct thread_turn {
   /// Most steps (model calls, scripted turns) of the run this turn
   /// starts; 0 means the butler's limit.
   uint32_t max_steps = 0;
+  /// Files sent with the turn, stored before it (references as JSON,
+  /// runtime/attachments.hpp; "" for none).
+  std::string attachments;
 };
 
 template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, thread_turn& x) {
   return f(caf::meta::type_name("thread_turn"), x.thread_id, x.message_id,
            x.text, x.mode, x.expected_run_id, x.butler, x.sender, x.model,
-           x.max_steps);
+           x.max_steps, x.attachments);
 }
 
 /// What a turn asks of the run it starts (the sender its route.v1

@@ -33,7 +33,12 @@ WITH claimed AS (
   RETURNING m.request_id, m.lease_token, m.attempts, m.received_at,
             m.source_channel, m.source_endpoint_identity,
             m.source_sender_identity, m.source_thread_identity,
-            m.trace_parent, m.normalized_text, m.policy_tier, m.trace_state
+            m.trace_parent, m.normalized_text, m.policy_tier, m.trace_state,
+            -- The envelope only when it may name attachments (the reader
+            -- takes payload.attachments out of it): no other row pays for
+            -- returning its payload.
+            CASE WHEN strpos(m.raw_payload, '"attachments"') > 0
+                 THEN m.raw_payload ELSE '' END AS attachment_payload
 ), logged AS (
   INSERT INTO inbox_transitions (request_id, from_state, to_state, lease_owner)
   SELECT request_id,
@@ -47,5 +52,6 @@ SELECT request_id::text, lease_token,
        (extract(epoch FROM received_at) * 1000000)::bigint, source_channel,
        source_endpoint_identity, source_sender_identity,
        coalesce(source_thread_identity, ''), coalesce(trace_parent, ''),
-       normalized_text, policy_tier, coalesce(trace_state, '')
+       normalized_text, policy_tier, coalesce(trace_state, ''),
+       attachment_payload
 FROM claimed

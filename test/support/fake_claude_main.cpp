@@ -19,7 +19,9 @@
 //   FAKE_CLAUDE_PIDFILE         write our pid and a child's (a `sleep` in
 //                               our process group) here, one per line,
 //                               before reading stdin
-//   FAKE_CLAUDE_INPUT_LOG       append each user text received, then a line
+//   FAKE_CLAUDE_INPUT_LOG       append each user text received (and a line
+//                               "[image image/jpeg sha256=... bytes=N]" per
+//                               image or document block), then a line
 //                               "--- end of message ---"
 //   FAKE_CLAUDE_MODEL           the model to report (fake-claude-model)
 //   FAKE_CLAUDE_MCP_CALLS       a JSON array of {"name", "arguments"}: before
@@ -60,6 +62,7 @@
 
 #include <rapidjson/document.h>
 
+#include "runtime/attachments.hpp"
 #include "runtime/json.hpp"
 #include "test/support/http_client.hpp"
 
@@ -120,6 +123,38 @@ std::string user_text(std::string_view line) {
           && text->value.IsString())
         out += text->value.GetString();
     }
+  return out;
+}
+
+/// The content blocks of a user message that are not text, one line each:
+/// "[<type> <media_type> sha256=<hash of the decoded data> bytes=<n>]", so
+/// a test sees exactly which bytes arrived.
+std::string user_blocks(std::string_view line) {
+  rapidjson::Document doc;
+  butlers::json::parse_limits limits;
+  limits.max_bytes = line.size() + 1;
+  if (butlers::json::parse(line, doc, limits) || !doc.IsObject())
+    return {};
+  auto msg = doc.FindMember("message");
+  if (msg == doc.MemberEnd() || !msg->value.IsObject())
+    return {};
+  auto content = msg->value.FindMember("content");
+  if (content == msg->value.MemberEnd() || !content->value.IsArray())
+    return {};
+  std::string out;
+  for (auto& block : content->value.GetArray()) {
+    if (!block.IsObject() || !block.HasMember("source"))
+      continue;
+    auto& src = block["source"];
+    if (!src.IsObject() || !src.HasMember("data") || !src["data"].IsString()
+        || !src.HasMember("media_type") || !src["media_type"].IsString())
+      continue;
+    auto bytes = butlers::base64_decode(src["data"].GetString());
+    out += "\n[" + std::string{block["type"].GetString()} + " "
+           + src["media_type"].GetString() + " sha256="
+           + (bytes ? butlers::attachment_hash(*bytes) : "(not base64)")
+           + " bytes=" + std::to_string(bytes ? bytes->size() : 0) + "]";
+  }
   return out;
 }
 
@@ -456,7 +491,7 @@ int main(int argc, char** argv) {
     }
     if (!log_path.empty()) {
       std::ofstream log{log_path, std::ios::app};
-      log << text << "\n--- end of message ---\n";
+      log << text << user_blocks(line) << "\n--- end of message ---\n";
     }
     answer(st, text);
   }

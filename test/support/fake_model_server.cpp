@@ -12,6 +12,7 @@
 #include <thread>
 #include <utility>
 
+#include "runtime/attachments.hpp"
 #include "runtime/json.hpp"
 #include "test/support/loopback_http.hpp"
 
@@ -148,6 +149,59 @@ void read_tool_traffic(const std::string& api, fake_model_call& call) {
   }
 }
 
+namespace {
+
+/// "<part> <type> sha256=... bytes=N" of base64 `data`.
+std::string file_line(const std::string& part, const std::string& type,
+                      const std::string& data) {
+  auto bytes = base64_decode(data);
+  return part + " " + type
+         + " sha256=" + (bytes ? attachment_hash(*bytes) : "(not base64)")
+         + " bytes=" + std::to_string(bytes ? bytes->size() : 0);
+}
+
+/// A data URL's media type and base64 data ("" when not one).
+std::pair<std::string, std::string> data_url(const std::string& url) {
+  auto comma = url.find(";base64,");
+  if (url.rfind("data:", 0) != 0 || comma == std::string::npos)
+    return {};
+  return {url.substr(5, comma - 5), url.substr(comma + 8)};
+}
+
+} // namespace
+
+void read_files(fake_model_call& call) {
+  rapidjson::Document doc;
+  json::parse_limits limits;
+  limits.max_bytes = call.body.size() + 1;
+  if (json::parse(call.body, doc, limits) || !doc.IsObject()
+      || !doc.HasMember("messages") || !doc["messages"].IsArray())
+    return;
+  auto str = [](const rapidjson::Value& v, const char* name) {
+    return v.IsObject() && v.HasMember(name) && v[name].IsString()
+             ? std::string{v[name].GetString()}
+             : std::string{};
+  };
+  for (auto& m : doc["messages"].GetArray()) {
+    if (!m.IsObject() || !m.HasMember("content") || !m["content"].IsArray())
+      continue;
+    for (auto& b : m["content"].GetArray()) {
+      auto type = str(b, "type");
+      if (type == "image_url" && b.HasMember("image_url")) {
+        auto [media, data] = data_url(str(b["image_url"], "url"));
+        call.files.push_back(file_line(type, media, data));
+      } else if (type == "file" && b.HasMember("file")) {
+        auto [media, data] = data_url(str(b["file"], "file_data"));
+        call.files.push_back(file_line(type, media, data));
+      } else if ((type == "image" || type == "document")
+                 && b.HasMember("source")) {
+        call.files.push_back(file_line(type, str(b["source"], "media_type"),
+                                       str(b["source"], "data")));
+      }
+    }
+  }
+}
+
 std::vector<std::string> model_fixture_events(const std::string& api,
                                               const std::string& file) {
   std::ifstream in{std::string{BUTLERS_MODEL_FIXTURES} + "/" + api + "/" + file,
@@ -225,8 +279,10 @@ void fake_model_server::serve(loopback_connection& conn) {
       call.api = "openai";
     else if (call.path == "/v1/messages")
       call.api = "anthropic";
-    if (!call.api.empty())
+    if (!call.api.empty()) {
       read_tool_traffic(call.api, call);
+      read_files(call);
+    }
     fake_model_reply reply;
     size_t index;
     {

@@ -85,6 +85,11 @@ struct fake_model_call {
   std::vector<std::string> tool_call_ids;
   /// The tool results the request carried, in order.
   std::vector<fake_tool_result> tool_results;
+  /// The files the request's user messages carried, in order, each as
+  /// "<part> <media_type> sha256=<hash of the bytes> bytes=<n>": OpenAI
+  /// `image_url` (a data URL) and `file` parts, Anthropic `image` and
+  /// `document` blocks with a base64 source.
+  std::vector<std::string> files;
   std::chrono::steady_clock::time_point received;
   /// The reply ended: written whole, cut, or the client went away.
   bool ended = false;
@@ -98,6 +103,9 @@ struct fake_model_call {
 /// Reads the tools, tool calls and tool results out of a request body of
 /// `api` ("openai" or "anthropic") into `call`.
 void read_tool_traffic(const std::string& api, fake_model_call& call);
+
+/// Reads the files of a request body into `call.files`.
+void read_files(fake_model_call& call);
 
 /// The events of a fixture, each with its terminating blank line.
 std::vector<std::string> model_fixture_events(const std::string& api,

@@ -204,6 +204,8 @@ std::optional<http_reply_out> fake_telegram::handle(
   telegram_call call;
   call.http_method = req.method;
   call.at = std::chrono::steady_clock::now();
+  if (req.path.rfind("/file/bot", 0) == 0)
+    return download(req.path.substr(9));
   std::string token;
   if (req.path.rfind("/bot", 0) == 0) {
     auto slash = req.path.find('/', 4);
@@ -310,6 +312,8 @@ fake_telegram::method_result fake_telegram::dispatch(const std::string& method,
   auto m = lower(method);
   if (m == "getme")
     return get_me();
+  if (m == "getfile")
+    return get_file(c);
   if (m == "getupdates")
     return get_updates(c);
   if (m == "sendmessage")

@@ -212,6 +212,17 @@ class fake_telegram {
   /// The highest offset a getUpdates has confirmed (0: none).
   int64_t confirmed_offset() const;
 
+  // -- files ------------------------------------------------------------------
+
+  /// Makes `bytes` the file `file_id`: getFile answers its `file_path`
+  /// and `file_size` (400 "Bad Request: file is too big" past 20 MB, as
+  /// the Bot API does), and GET /file/bot<token>/<file_path> serves it.
+  /// Returns the file_path.
+  std::string add_file(const std::string& file_id, std::string bytes);
+
+  /// Downloads of files served so far (GET /file/bot...).
+  size_t downloads() const;
+
   // -- chats ------------------------------------------------------------------
 
   void add_chat(telegram_chat chat);
@@ -296,6 +307,9 @@ class fake_telegram {
   void hold(std::chrono::milliseconds how_long);
 
   method_result get_me();
+  method_result get_file(const telegram_call& c);
+  /// GET /file/bot<token>/<file_path>.
+  http_reply_out download(const std::string& path);
   method_result get_updates(const telegram_call& c);
   method_result send_message(const telegram_call& c);
   method_result set_message_reaction(const telegram_call& c);
@@ -337,6 +351,10 @@ class fake_telegram {
   std::map<std::pair<int64_t, int64_t>, std::vector<std::string>> reactions_;
   std::string webhook_url_;
   std::string webhook_secret_;
+  /// Files by file_id (bytes) and file_path (file_id), and downloads.
+  std::map<std::string, std::string> files_;
+  std::map<std::string, std::string> file_paths_;
+  size_t downloads_ = 0;
   /// Last member: the server threads call into everything above.
   loopback_server server_;
 };

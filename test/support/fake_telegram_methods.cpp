@@ -58,6 +58,54 @@ std::string no_chat(const telegram_call& c) {
 
 } // namespace
 
+std::string fake_telegram::add_file(const std::string& file_id,
+                                    std::string bytes) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  auto path = "documents/file_" + std::to_string(files_.size()) + ".bin";
+  files_[file_id] = std::move(bytes);
+  file_paths_[path] = file_id;
+  return path;
+}
+
+size_t fake_telegram::downloads() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return downloads_;
+}
+
+fake_telegram::method_result fake_telegram::get_file(const telegram_call& c) {
+  auto id = c.string_param("file_id");
+  if (!id || id->empty())
+    return {400, failure(400, "Bad Request: file_id is empty")};
+  std::lock_guard<std::mutex> guard{mtx_};
+  auto f = files_.find(*id);
+  if (f == files_.end())
+    return {400, failure(400, "Bad Request: invalid file_id")};
+  // The Bot API hands over files of up to 20 MB.
+  if (f->second.size() > size_t{20} * 1024 * 1024)
+    return {400, failure(400, "Bad Request: file is too big")};
+  std::string path;
+  for (auto& [p, fid] : file_paths_)
+    if (fid == *id)
+      path = p;
+  return {200, ok(R"({"file_id":)" + json::quote(*id) + R"(,"file_unique_id":)"
+                  + json::quote("u" + *id) + R"(,"file_size":)"
+                  + std::to_string(f->second.size()) + R"(,"file_path":)"
+                  + json::quote(path) + "}")};
+}
+
+http_reply_out fake_telegram::download(const std::string& rest) {
+  // rest: <token>/<file_path>
+  auto slash = rest.find('/');
+  std::lock_guard<std::mutex> guard{mtx_};
+  if (slash == std::string::npos || rest.substr(0, slash) != options_.token)
+    return {401, "application/json", failure(401, "Unauthorized"), {}};
+  auto p = file_paths_.find(rest.substr(slash + 1));
+  if (p == file_paths_.end())
+    return {404, "application/json", failure(404, "Not Found"), {}};
+  ++downloads_;
+  return {200, "application/octet-stream", files_[p->second], {}};
+}
+
 fake_telegram::method_result fake_telegram::get_me() {
   std::string user = R"({"id":)" + std::to_string(bot_id())
                      + R"(,"is_bot":true,"first_name":)"

@@ -301,11 +301,12 @@ TEST_F(Serialization, ButlersErrors) {
 
 TEST_F(Serialization, ThreadMessages) {
   thread_turn t{"t-1",    "m-1",   "hello",   "queue", "run-0",
-                "health", "web:1", "model-x", 9};
+                "health", "web:1", "model-x", 9,       R"([{"sha256":"ab"}])"};
   auto t2 = round_trip(t);
   EXPECT_EQ(t2.sender, "web:1");
   EXPECT_EQ(t2.model, "model-x");
   EXPECT_EQ(t2.max_steps, 9u);
+  EXPECT_EQ(t2.attachments, t.attachments);
   EXPECT_EQ(t2.thread_id, "t-1");
   EXPECT_EQ(t2.message_id, "m-1");
   EXPECT_EQ(t2.text, "hello");
