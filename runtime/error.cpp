@@ -68,11 +68,6 @@ butlers_errc normalize_error_class(std::string_view name) {
   for (auto x : taxonomy)
     if (name == to_string(x))
       return x;
-  // Not a class of the taxonomy, but a cause the node's own butlers report
-  // (the shared database failed them); `error_class` maps it to
-  // target_unavailable.
-  if (name == to_string(butlers_errc::database_unavailable))
-    return butlers_errc::database_unavailable;
   return butlers_errc::internal_error;
 }
 

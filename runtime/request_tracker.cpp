@@ -303,7 +303,13 @@ void request_tracker::on_outcome(const route_response& r, clock::time_point now,
     settle(id, i, raw, out);
     advance(id, now, out);
   } else {
-    auto reported = normalize_error_class(r.error_class);
+    // `database_unavailable` is no class of the taxonomy a downstream may
+    // report; this node's own butlers report it when the shared database
+    // failed them, and it counts as a retryable target_unavailable.
+    auto reported = r.error_class
+                        == to_string(butlers_errc::database_unavailable)
+                      ? butlers_errc::database_unavailable
+                      : normalize_error_class(r.error_class);
     auto cls = to_string(error_class(reported));
     if (cls != r.error_class && !r.error_class.empty())
       spdlog::info("request {}: downstream class '{}' normalized to {}", id,
