@@ -123,8 +123,8 @@ class TelegramManners : public node_fixture {
 TEST_F(TelegramManners, EveryFastRequestShowsEyesThenThumbsUpNeverBackwards) {
   // A no-op butler: no turn time, no reply, so the terminal 👍 is handed
   // over right behind the 👀.
-  start(config("turn_ms = 0\nreply = \"\"\n",
-               "max_concurrent_sessions = 16\n"));
+  start(
+    config("turn_ms = 0\nreply = \"\"\n", "max_concurrent_sessions = 16\n"));
   expect_every_request_shows(10, 10, thumbs_up);
   // Nothing more arrives for any of them: after each 👍 the node still
   // answers a new request, whose own reactions come after the others'.
