@@ -774,10 +774,13 @@ void apply_run_options(runtime_config& rt, const route_envelope& env) {
 
 } // namespace
 
-session_actor::behavior_type session(
-  session_actor::stateful_pointer<session_state> self, session_params params,
-  work_item item, route_envelope env, butler_actor butler,
-  session_steer steer) {
+namespace {
+
+/// The session's state from what it was spawned with, and its capability
+/// token for the tool server (revoked when the session ends).
+void init_session(session_actor::stateful_pointer<session_state> self,
+                  session_params params, work_item item, route_envelope env,
+                  butler_actor butler, session_steer steer) {
   auto& st = self->state;
   st.steer_inbox = std::move(steer.pending);
   st.observer = std::move(steer.observer);
@@ -800,6 +803,17 @@ session_actor::behavior_type session(
       tools->revoke(token);
     });
   }
+}
+
+} // namespace
+
+session_actor::behavior_type session(
+  session_actor::stateful_pointer<session_state> self, session_params params,
+  work_item item, route_envelope env, butler_actor butler,
+  session_steer steer) {
+  init_session(self, std::move(params), std::move(item), std::move(env),
+               std::move(butler), std::move(steer));
+  auto& st = self->state;
   st.adapter = make_session_adapter(st.params);
   load_session_attachments(
     self,

@@ -96,6 +96,7 @@ std::string attachments_of_payload(std::string_view envelope) {
 std::vector<attachment_ref> attachment_refs(
   const std::vector<attachment_data>& xs) {
   std::vector<attachment_ref> out;
+  out.reserve(xs.size());
   for (auto& x : xs)
     out.push_back(x.ref);
   return out;
@@ -215,6 +216,7 @@ turn_files_error parse_turn_attachments(const rapidjson::Value& body,
     out.push_back(std::move(f));
   }
   std::vector<attachment_ref> refs;
+  refs.reserve(out.size());
   for (auto& f : out)
     refs.push_back(f.ref);
   if (auto why = over_cap(refs, caps); !why.empty()) {

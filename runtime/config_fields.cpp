@@ -790,7 +790,7 @@ const fields<threads_config>& threads_fields() {
   return list;
 }
 
-// -- connector health and statistics (issue 26, h-conn) -----------------------
+// -- connector health and statistics -----------------------------------------
 
 const fields<connectors_config>& connectors_fields() {
   using c = connectors_config;
@@ -801,49 +801,6 @@ const fields<connectors_config>& connectors_fields() {
             "heartbeats queued for their write; beyond it 429"),
     flag("rollups", &c::rollups,
          "run the scheduled connector rollups and retention on this node"),
-  };
-  return list;
-}
-
-// -- [attachments] ------------------------------------------------------------
-
-const fields<attachment_limits>& attachment_fields() {
-  using c = attachment_limits;
-  static const fields<c> list{
-    integer("max_bytes", &c::max_bytes, 1, int64_t{1} << 30,
-            "largest attachment in bytes; a larger one is refused with a "
-            "message to the sender"),
-    integer("max_message_bytes", &c::max_message_bytes, 1, int64_t{1} << 30,
-            "largest sum of one message's attachments in bytes"),
-    integer("max_count", &c::max_count, 1, 32, "most attachments per message"),
-    integer("retention_days", &c::retention_days, 1, 3650,
-            "days an attachment is kept after it was last stored"),
-  };
-  return list;
-}
-
-// -- [telemetry] (issue 26, tracing) -----------------------------------------
-
-const fields<telemetry_config>& telemetry_fields() {
-  using c = telemetry_config;
-  static const fields<c> list{
-    text("otlp_endpoint", &c::otlp_endpoint,
-         "base URL of an OTLP/HTTP receiver; spans go to {url}/v1/traces; "
-         "empty: tracing off"),
-    choice("encoding", &c::encoding, "OTLP/HTTP body encoding"),
-    number("sample_ratio", &c::sample_ratio, 0.0, 1.0,
-           "fraction of new traces sampled"),
-    integer("queue_capacity", &c::queue_capacity, 1, 1000000,
-            "spans waiting for export; more are dropped and counted"),
-    integer("batch_max_spans", &c::batch_max_spans, 1, 10000,
-            "spans per export request at most"),
-    integer("batch_interval_ms", &c::batch_interval_ms, 10, 60000,
-            "longest a span waits before its batch is sent"),
-    integer("export_timeout_ms", &c::export_timeout_ms, 100, 60000,
-            "bound on one export request"),
-    text("headers_env", &c::headers_env,
-         "environment variable with extra export headers "
-         "(Name=value, comma separated), e.g. an API key"),
   };
   return list;
 }
