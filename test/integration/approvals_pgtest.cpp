@@ -145,6 +145,14 @@ class Approvals : public node_fixture {
     return out;
   }
 
+  std::string notice_ref(const std::string& id) {
+    pqxx::connection conn{url_};
+    pqxx::nontransaction tx{conn};
+    auto r = tx.exec_params(
+      "SELECT notice_ref FROM approvals WHERE approval_id = $1", id);
+    return r.empty() ? std::string{} : r[0][0].as<std::string>();
+  }
+
   int approvals_count() {
     pqxx::connection conn{url_};
     pqxx::nontransaction tx{conn};
@@ -273,6 +281,14 @@ TEST_F(Approvals, ASigkillWhileTheQuestionWaitsLosesNeitherQuestionNorAnswer) {
   say("my pill: clean the build");
   auto [id, message] = question();
   ASSERT_EQ(id.size(), 36u) << node_->log();
+  // Killed once the question's message is on record. Killed between the
+  // send and that write, the node cannot know the question went out and
+  // rightly asks a second time after the restart (at least once).
+  ASSERT_TRUE(eventually(
+    [&] {
+      return !notice_ref(id).empty();
+    },
+    10s));
   ASSERT_TRUE(kill_node());
   node_.reset();
   ASSERT_TRUE(
