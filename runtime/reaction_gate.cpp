@@ -13,19 +13,21 @@ reaction_gate::reaction_gate(options opts) : opts_(opts) {
 }
 
 reaction_gate::entry& reaction_gate::touch(const std::string& request_id) {
-  auto [i, added] = entries_.try_emplace(request_id);
-  if (added) {
-    order_.push_back(request_id);
-    evict();
-  }
-  return i->second;
+  auto i = entries_.find(request_id);
+  if (i != entries_.end())
+    return i->second;
+  // Room first: evicting after the insert could forget the new entry
+  // itself (it has nothing in flight yet) and hand back a dangling one.
+  evict(opts_.capacity - 1);
+  order_.push_back(request_id);
+  return entries_[request_id];
 }
 
-void reaction_gate::evict() {
+void reaction_gate::evict(size_t keep) {
   // Oldest first; one with a reaction in flight goes to the back (there
   // are at most as many of those as deliveries running).
   for (size_t turns = order_.size();
-       entries_.size() > opts_.capacity && turns > 0; --turns) {
+       entries_.size() > keep && turns > 0; --turns) {
     auto key = std::move(order_.front());
     order_.pop_front();
     auto i = entries_.find(key);
@@ -40,7 +42,7 @@ void reaction_gate::evict() {
   // Still over: every remembered message has a reaction in flight (or one
   // whose delivery never came). Forget the oldest anyway; a reaction of one
   // still waits out its turn and goes out (the ledger orders it).
-  while (entries_.size() > opts_.capacity && !order_.empty()) {
+  while (entries_.size() > keep && !order_.empty()) {
     entries_.erase(order_.front());
     order_.pop_front();
   }

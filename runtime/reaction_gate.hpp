@@ -90,7 +90,9 @@ class reaction_gate {
 
   entry& touch(const std::string& request_id);
   bool earlier_pending(const entry& e, int64_t rank) const;
-  void evict();
+  /// Forgets entries, oldest first and sparing those with a reaction in
+  /// flight while it can, until at most `keep` remain.
+  void evict(size_t keep);
 
   options opts_;
   mutable std::mutex mtx_;
