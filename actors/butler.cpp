@@ -65,70 +65,6 @@ route_response error_for(const held_item& held, std::string cls,
   return r;
 }
 
-/// Writes the terminal result (fenced), tells the listener, frees the
-/// bookkeeping slot. The session's usage and prompt version go with it,
-/// and `sender`'s daily usage is added up in the same statement.
-void write_outcome(butler_ptr self, session_outcome out,
-                   const std::string& sender = {}) {
-  auto& st = self->state;
-  work_item item;
-  item.work_id = out.work_id;
-  item.butler = st.params.cfg.name;
-  item.lease_token = out.lease_token;
-  auto op = op_for(work_op_kind::finish, item, st.params.cfg.lease_s);
-  op.state = out.state;
-  op.usage = out.usage;
-  op.prompt_version = st.prompt_version;
-  op.sender = sender;
-  op.response = to_json(out.response);
-  op.error_class = out.response.status == "error" ? out.response.error_class
-                                                  : std::string{};
-  st.writes.work(
-    self, std::move(op),
-    [self, out](const work_result& r) {
-      auto& st = self->state;
-      st.pool->written(out.work_id);
-      st.runner->written(self, out,
-                         r.ok ? outcome_write::written : outcome_write::fenced);
-      if (!r.ok) {
-        // Someone else holds the lease now: our result is void.
-        st.waiters.erase(out.work_id);
-        ++st.status.fenced;
-        st.fenced->inc();
-        spdlog::warn("butler {}: work {} result not written: lease lost",
-                     st.params.cfg.name, out.work_id);
-        return;
-      }
-      if (out.response.status == "ok")
-        ++st.status.succeeded;
-      else
-        ++st.status.failed;
-      if (st.params.listener)
-        caf::anon_send(st.params.listener, done_atom_v, out.response);
-      auto w = st.waiters.find(out.work_id);
-      if (w != st.waiters.end()) {
-        for (auto& hdl : w->second)
-          caf::anon_send(hdl, done_atom_v, out.response);
-        st.waiters.erase(w);
-      } else if (st.runner->answers_switchboard()) {
-        // Recovered here after its holder died: whoever dispatched it is
-        // not known, so tell this node's switchboard (it ignores requests
-        // it does not track).
-        if (auto sb = st.ctx->switchboard())
-          caf::anon_send(sb, done_atom_v, out.response);
-      }
-    },
-    [self, out](const caf::error& err) {
-      // Still open in the database: the lease expires and recovery runs
-      // the item again (at-least-once).
-      self->state.pool->written(out.work_id);
-      self->state.runner->written(self, out, outcome_write::failed);
-      spdlog::warn("butler {}: work {} result not written: {}",
-                   self->state.params.cfg.name, out.work_id,
-                   self->system().render(err));
-    });
-}
-
 /// Writes the result of a session whose reply's delivery ended (`r`):
 /// as it was when delivered, else an error of the delivery's class (not
 /// retryable: the messenger retried and dead-lettered it), so the request
@@ -738,6 +674,11 @@ void init_metrics(butler_ptr self) {
                                 "Work items taken over after their lease "
                                 "expired",
                                 label);
+  st.confirmed = &m.get_counter("butlers_route_result_in_doubt_written_total",
+                                "Results whose commit was in doubt (the "
+                                "connection broke) found written when read "
+                                "back",
+                                label);
   st.usage = std::make_unique<usage_meters>(m, st.params.cfg.name);
 }
 
@@ -857,6 +798,9 @@ butler_actor::behavior_type butler_with(butler_ptr self, butler_params params,
     },
     [self](done_atom, route_response& r) {
       on_reply_done(self, r);
+    },
+    [self](caf::tick_atom, const std::string& work_id) {
+      read_back_in_doubt(self, work_id);
     },
     [self](caf::tick_atom) {
       on_tick(self);

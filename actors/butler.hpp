@@ -98,6 +98,18 @@ struct pending_reply {
   std::string sender;
 };
 
+/// A result whose write failed in a way that may have committed
+/// (butler_outcome.cpp): read back until known.
+struct in_doubt_result {
+  session_outcome out;
+  /// Whose daily usage the result adds to.
+  std::string sender;
+  /// Writes and read-backs so far.
+  uint32_t attempts = 0;
+  /// A read-back is out.
+  bool reading = false;
+};
+
 struct butler_state {
   static inline const char* name = "butler";
   butler_params params;
@@ -119,6 +131,8 @@ struct butler_state {
   /// Results whose reply the messenger is delivering, by the delivery's
   /// work id (the item's lease is renewed meanwhile: it is finishing).
   std::unordered_map<std::string, pending_reply> replies;
+  /// Results whose write may or may not have committed, by work id.
+  std::unordered_map<std::string, in_doubt_result> in_doubt;
   /// Ticks so far (the age of foreign waiters).
   uint64_t ticks = 0;
   /// Holder name in leases: "NODE/INCARNATION", new at every spawn.
@@ -149,6 +163,8 @@ struct butler_state {
   counter* overload = nullptr;
   counter* fenced = nullptr;
   counter* recovered = nullptr;
+  /// In-doubt results found written when read back.
+  counter* confirmed = nullptr;
   /// Tokens, cost and duration of the sessions, and budget decisions.
   std::unique_ptr<usage_meters> usage;
   /// The prompt version of the butler's runtime (`prompt_version_of`),
@@ -198,6 +214,16 @@ using reply_fn = std::function<void(route_response)>;
 /// once it is durable (butler.cpp).
 void store(butler_ptr self, route_request& req, route_envelope env,
            reply_fn reply);
+
+/// Writes the terminal result (fenced), tells the listener and the
+/// waiters once it is durable, frees the bookkeeping slot. The session's
+/// usage and prompt version go with it, and `sender`'s daily usage is added
+/// up in the same statement (butler_outcome.cpp).
+void write_outcome(butler_ptr self, session_outcome out,
+                   const std::string& sender = {});
+
+/// Reads back the result of `work_id` whose write was in doubt (again).
+void read_back_in_doubt(butler_ptr self, const std::string& work_id);
 
 /// Parses the schedules and arms each (butler_schedule.cpp).
 void init_schedules(butler_ptr self);

@@ -245,6 +245,9 @@ using butler_actor = caf::typed_actor<
   caf::reacts_to<done_atom, session_outcome>,
   /// INTERNAL: renews held leases and recovers expired ones.
   caf::reacts_to<caf::tick_atom>,
+  /// INTERNAL: reads back the result of work item `work_id`, whose write
+  /// was in doubt.
+  caf::reacts_to<caf::tick_atom, std::string>,
   /// INTERNAL: schedule `index` is due.
   caf::reacts_to<schedule_atom, uint32_t>,
   /// INTERNAL: the earliest running session's timeout may have passed.
