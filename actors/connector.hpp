@@ -58,7 +58,7 @@ struct connector_state {
   uint32_t kill_after_commits = 0;
   /// Commits seen, for `kill_after_commits`.
   uint32_t commits = 0;
-  /// Heartbeats (issue 26): where they go (null: none), how often, and the
+  /// Heartbeats: where they go (null: none), how often, and the
   /// instance they report (a new one per spawn: counters start over).
   connector_stats_actor stats;
   uint32_t heartbeat_s = 0;

@@ -789,7 +789,7 @@ const http_route_table<http_server::impl::handler>& http_server::impl::
      on_connector<&connector_api::slack_events>},
     {m::post, "/v1/connectors/{name}/ingest", token,
      on_connector<&connector_api::ingest>},
-    // -- connector health and statistics (issue 26, h-conn)
+    // -- connector health and statistics
     {m::post, "/v1/connectors/heartbeat", token,
      on_stats<&connector_stats_api::heartbeat>},
     {m::post, "/v1/connectors/rollup", token,

@@ -196,7 +196,7 @@ using connector_runner_actor = caf::typed_actor<
   /// INTERNAL: runs the source (sent once, to itself, at spawn).
   caf::reacts_to<run_atom>>;
 
-// -- connector health and statistics (issue 26, h-conn)
+// -- connector health and statistics
 // -------------------------------------------------------------------
 
 /// Connector heartbeats and statistics (actors/README.md "Connector health and

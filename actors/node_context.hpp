@@ -106,7 +106,7 @@ struct node_context {
     return i == connectors_.end() ? connector_actor{} : i->second;
   }
 
-  // -- connector health and statistics (issue 26, h-conn) -------------------
+  // -- connector health and statistics -------------------
 
   /// Publishes the connector heartbeat queue and rollups (null while the
   /// supervisor restarts its group, and on a node without a switchboard).

@@ -27,7 +27,7 @@ struct supervisor_state {
   thread_directory_actor threads;
   /// One per enabled `[[connector]]` (switchboard nodes only).
   std::vector<connector_actor> connectors;
-  /// Connector heartbeats and rollups (switchboard nodes only; issue 26).
+  /// Connector heartbeats and rollups (switchboard nodes only).
   connector_stats_actor connector_stats;
   /// The tool server of this node's sessions.
   tool_server_actor tools;

@@ -75,7 +75,7 @@ struct switchboard_state {
   /// `lease_s / 3` of them).
   uint64_t ticks = 0;
   switchboard_metrics metrics;
-  /// The requests' spans (issue 26; no-ops with tracing off).
+  /// The requests' spans (no-ops with tracing off).
   switchboard_tracing tracing;
   /// Clean shutdown: the inbox leases were handed back; none is renewed
   /// and the cold path offers no more rows.

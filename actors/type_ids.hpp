@@ -64,7 +64,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(butlers, caf::first_custom_type_id)
   CAF_ADD_ATOM(butlers, butlers, usage_atom, "usage")
   CAF_ADD_ATOM(butlers, butlers, worker_atom, "worker")
   CAF_ADD_ATOM(butlers, butlers, drain_atom, "drain")
-  // connector health and statistics (issue 26, h-conn)
+  // connector health and statistics
   CAF_ADD_ATOM(butlers, butlers, heartbeat_atom, "heartbeat")
   CAF_ADD_ATOM(butlers, butlers, rollup_atom, "rollup")
   CAF_ADD_ATOM(butlers, butlers, tool_atom, "tool")

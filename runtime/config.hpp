@@ -146,7 +146,7 @@ struct switchboard_config {
   /// messages stay `accepted` in the inbox until there is room. Default 64,
   /// range 1..100000.
   uint32_t max_waiting = 64;
-  // -- fair admission (issue 27) --
+  // -- fair admission --
   /// Sources the hot path serves in turn: "sender" (channel, sender),
   /// "channel", or "off" (one FIFO). Default sender.
   fairness_mode fairness = fairness_mode::sender;
@@ -600,7 +600,7 @@ struct cluster_config {
   bool hosts(const std::string& name) const;
 };
 
-// -- connector health and statistics (issue 26, h-conn) ---------------------
+// -- connector health and statistics ---------------------
 
 /// `[connectors]`: connector heartbeats and statistics (actors/README.md
 /// "Connector health and statistics"; spec 001 §17.5–§17.6).
@@ -755,7 +755,7 @@ struct node_settings {
   scheduler_config scheduler;
   /// `[threads]`.
   threads_config threads;
-  /// `[connectors]` (issue 26, h-conn).
+  /// `[connectors]`.
   connectors_config connector_stats;
 
   /// `[telemetry]`.

@@ -404,7 +404,7 @@ const fields<switchboard_config>& switchboard_fields() {
             "requests dispatched and awaiting their outcomes"),
     integer("max_waiting", &c::max_waiting, 1, 100000,
             "subrequests waiting for room at a full butler"),
-    // -- fair admission (issue 27) --
+    // -- fair admission --
     choice("fairness", &c::fairness, "sources the hot path serves in turn"),
     integer("source_queue_capacity", &c::source_queue_capacity, 0, 1000000,
             "hot-path requests of one source; 0: queue_capacity"),

@@ -405,10 +405,10 @@ const fields<cluster_config>& cluster_tls_fields();
 const fields<scheduler_config>& scheduler_fields();
 const fields<threads_config>& threads_fields();
 const fields<tool_settings>& tool_fields();
-/// `[connectors]` (issue 26, h-conn).
+/// `[connectors]`.
 const fields<connectors_config>& connectors_fields();
 
-/// `[telemetry]` (issue 26, tracing).
+/// `[telemetry]` (tracing).
 const fields<telemetry_config>& telemetry_fields();
 
 /// `[attachments]` (runtime/attachments.md).

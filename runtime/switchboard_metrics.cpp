@@ -66,7 +66,7 @@ switchboard_metrics::switchboard_metrics(metrics_registry& m) {
   process_latency = &m.get_histogram("butlers_buffer_process_latency_ms",
                                      "From received_at to the start of "
                                      "processing");
-  // -- fair admission (issue 27) --
+  // -- fair admission --
   fair.sources = &m.get_gauge("butlers_fair_queue_sources",
                               "Sources with requests in the hot-path queue");
   auto overflow = [&m](const char* reason) {

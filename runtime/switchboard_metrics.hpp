@@ -31,7 +31,7 @@ struct switchboard_metrics {
   gauge* queue_depth = nullptr;
   gauge* inflight_requests = nullptr;
   histogram* process_latency = nullptr;
-  /// The hot path's fair queue (issue 27).
+  /// The hot path's fair queue.
   fair_queue_metrics fair;
 };
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fairness benchmark (spec 001 §10.4, issue 27): how long a second sender's
+# Fairness benchmark (spec 001 §10.4): how long a second sender's
 # messages wait for their claim while one sender floods the node.
 #
 #   test/bench/run_fairness_bench.sh [--flood N] [--few N] [--no-build]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Thread benchmark (issue 6): (a) idle thread actors — creation rate and
+# Thread benchmark: (a) idle thread actors — creation rate and
 # resident memory for 100,000 and 1,000,000 threads, bytes per thread;
 # (b) steer latency over loopback HTTP against a scripted run.
 #

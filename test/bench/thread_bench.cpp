@@ -1,4 +1,4 @@
-// Thread benchmarks (issue 6):
+// Thread benchmarks:
 //
 //   butlers_thread_bench idle N
 //     spawns N idle thread actors through a real thread directory (no

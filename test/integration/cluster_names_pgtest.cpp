@@ -1,4 +1,4 @@
-// Cluster node names (issue 27, "clear refusals"): two real `butlers-node`
+// Cluster node names: two real `butlers-node`
 // processes configured with the same `node.name` connect, refuse each
 // other's introduction with an error log line on both sides and a counted
 // metric, retry only with backoff, and share no butlers; `check-config`

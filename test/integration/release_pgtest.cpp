@@ -1,4 +1,4 @@
-// Clean shutdown hands back its work (issue 27 item 4), with real node
+// Clean shutdown hands back its work, with real node
 // processes and PostgreSQL: a node stopped with SIGTERM releases the leases
 // it holds on work items and inbox rows, so that another node takes them
 // over at once although every lease is 60 s long.
