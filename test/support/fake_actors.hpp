@@ -41,6 +41,7 @@ inline butler_actor::behavior_type fake_butler(butler_actor::pointer,
     },
     [](done_atom, session_outcome&) {},
     [](caf::tick_atom) {},
+    [](caf::tick_atom, const std::string&) {},
     [](schedule_atom, uint32_t) {},
     [](caf::timeout_atom) {},
     [](worker_atom, worker_call&) {

@@ -196,6 +196,7 @@ inline butler_actor::behavior_type fake_butler(
     [s](caf::tick_atom) {
       s->release();
     },
+    [](caf::tick_atom, const std::string&) {},
     [](schedule_atom, uint32_t) {},
     [](caf::timeout_atom) {},
     [](worker_atom, worker_call&) {

@@ -44,6 +44,7 @@ butler_actor::behavior_type fake_butler(
       outcomes->push_back(std::move(out));
     },
     [](caf::tick_atom) {},
+    [](caf::tick_atom, const std::string&) {},
     [](schedule_atom, uint32_t) {},
     [](caf::timeout_atom) {},
     [](worker_atom, worker_call&) {
