@@ -605,6 +605,7 @@ tool_scope session_scope(const session_params& params, const work_item& item,
   s.prompt = env.prompt;
   s.lease_token = item.lease_token;
   s.traceparent = env.trace_parent;
+  s.approvals = params.approvals;
   // route_to writes the hop count into the segment id: "rt<depth>.".
   auto& seg = env.segment_id;
   if (seg.size() > 3 && seg.compare(0, 2, "rt") == 0) {
@@ -659,6 +660,12 @@ void add_session_tools(session_ptr self, cli_family family,
   argv.push_back(file);
   argv.push_back("--allowedTools");
   argv.push_back(claude_allowed_tools());
+  // Claude Code asks the node before using any other tool (Bash, Edit,
+  // ...): the butler's policy answers, or its starter does.
+  if (st.params.approvals.active()) {
+    argv.push_back("--permission-prompt-tool");
+    argv.push_back("mcp__butlers__approval_prompt");
+  }
 }
 
 std::string claude_allowed_tools() {

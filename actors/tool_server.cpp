@@ -41,6 +41,8 @@ struct tool_call_ctx {
   /// The arguments as recorded: in full with `[tools] record_arguments`,
   /// else their key names ("" until they were read).
   std::string recorded;
+  /// The session's token (a call that asks on its behalf).
+  std::string token;
 
   const tool_scope& scope() const {
     return grant->scope;
@@ -606,6 +608,16 @@ void recall(const call_ptr& c, const rapidjson::Value& args) {
 
 // -- dispatch -----------------------------------------------------------------
 
+/// Claude Code's permission prompt (tool_server_approvals.cpp).
+void prompt(const call_ptr& c, const rapidjson::Value& args) {
+  auto input = args.HasMember("input") ? json::to_string(args["input"])
+                                       : std::string{"{}"};
+  approval_prompt(c->self, c->scope(), c->token, args["tool_name"].GetString(),
+                  std::move(input), [c](tool_result r) {
+                    c->answer(std::move(r));
+                  });
+}
+
 /// What is kept of a call's arguments: all of them when `full`, else
 /// their key names (arguments may hold what people wrote).
 std::string recorded_arguments(const rapidjson::Document& args, bool full) {
@@ -638,7 +650,8 @@ void run_call(tool_server_ptr self, tool_call& call, promise rp) {
                   call.name,
                   std::chrono::steady_clock::now(),
                   unix_nanos_now(),
-                  {}});
+                  {},
+                  call.token});
   ++st.in_flight;
   auto* tool = find_tool(call.name);
   if (!tool) {
@@ -681,6 +694,7 @@ void run_call(tool_server_ptr self, tool_call& call, promise rp) {
     {"remind_list", remind_list},
     {"route_to", route_to},
     {"recall", recall},
+    {"approval_prompt", prompt},
   };
   for (auto& [name, f] : table)
     if (name == call.name) {

@@ -134,6 +134,16 @@ void approval_expire(tool_server_ptr self, const std::string& approval_id);
 /// Every minute or so: expires questions nobody waits for any more.
 void approval_sweep(tool_server_ptr self);
 
+/// Claude Code's permission prompt (`--permission-prompt-tool`): may the
+/// session of `scope` (and `token`) use `tool` with `input` (JSON)? The
+/// butler's approval policy answers, or the run's starter is asked as for
+/// any approval. `done` gets what Claude Code expects:
+/// {"behavior":"allow","updatedInput":...} or
+/// {"behavior":"deny","message":...}.
+void approval_prompt(tool_server_ptr self, const tool_scope& scope,
+                     std::string token, std::string tool, std::string input,
+                     std::function<void(tool_result)> done);
+
 /// The node's tool server (see `tool_server_actor`).
 tool_server_actor::behavior_type tool_server(tool_server_ptr self,
                                              tool_server_params params,

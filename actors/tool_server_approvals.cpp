@@ -9,6 +9,7 @@
 
 #include <cstdlib>
 
+#include <caf/actor_cast.hpp>
 #include <caf/send.hpp>
 #include <rapidjson/document.h>
 #include <spdlog/spdlog.h>
@@ -419,6 +420,54 @@ void approval_sweep(tool_server_ptr self) {
                      r.rows.size());
     },
     [](const caf::error&) {});
+}
+
+void approval_prompt(tool_server_ptr self, const tool_scope& scope,
+                     std::string token, std::string tool, std::string input,
+                     std::function<void(tool_result)> done) {
+  auto allow = [input] {
+    return tool_ok(R"({"behavior":"allow","updatedInput":)" + input + "}");
+  };
+  auto deny = [](const std::string& why) {
+    return tool_ok(R"({"behavior":"deny","message":)" + json::quote(why) + "}");
+  };
+  auto mode = scope.approvals.decide(tool);
+  if (mode != approval_mode::ask) {
+    spdlog::info("approval for {} of work {}: {} by the butler's policy", tool,
+                 scope.work_id,
+                 mode == approval_mode::allow ? "approved" : "denied");
+    done(mode == approval_mode::allow
+           ? allow()
+           : deny("denied by the butler's approval policy"));
+    return;
+  }
+  // What the person sees: a command as it is, anything else as JSON.
+  rapidjson::Document parsed;
+  auto summary = !json::parse(input, parsed) && parsed.IsObject()
+                     && parsed.HasMember("command")
+                     && parsed["command"].IsString()
+                   ? std::string{parsed["command"].GetString()}
+                   : input;
+  tool_call ask;
+  ask.token = std::move(token);
+  ask.name = std::move(tool);
+  ask.arguments = R"({"summary":)" + json::quote(approval_summary(summary))
+                  + R"(,"timeout_s":)"
+                  + std::to_string(scope.approvals.timeout_s) + "}";
+  // Asked as the session's own approval requests are: the answer comes by
+  // the question's expiry at the latest.
+  self
+    ->request(caf::actor_cast<tool_server_actor>(self), caf::infinite,
+              approve_atom_v, std::move(ask))
+    .then(
+      [done, allow, deny](const tool_result& r) {
+        done(r.status == tool_status::ok && approval_granted(r.text)
+               ? allow()
+               : deny("the person who started the run did not approve it"));
+      },
+      [done, deny](const caf::error& err) {
+        done(deny("the approval request failed: " + to_string(err)));
+      });
 }
 
 } // namespace butlers

@@ -254,6 +254,21 @@ void add_later_tools(std::vector<tool_spec>& out) {
      R"({"type":"object","properties":{"request":{"type":"object"},)"
      R"("messages":{"type":"array"}},"required":["request","messages"]})",
      true});
+  // Claude Code's `--permission-prompt-tool`: it calls this itself before
+  // a tool that is not pre-approved; the answer is the JSON it expects.
+  out.push_back(
+    {"approval_prompt", "Ask permission to use a tool",
+     "Asks whether this session may use tool_name with input: the butler's "
+     "approval policy answers, or the person who started the run does. "
+     "Answers behavior allow (with updatedInput) or deny (with message).",
+     R"({"type":"object","required":["tool_name"],"properties":{)"
+     R"("tool_name":{"type":"string","minLength":1,"maxLength":256},)"
+     R"("input":{"type":"object"},"tool_use_id":{"type":"string",)"
+     R"("maxLength":256}}})",
+     R"({"type":"object","properties":{"behavior":{"type":"string",)"
+     R"("enum":["allow","deny"]},"updatedInput":{"type":"object"},)"
+     R"("message":{"type":"string"}},"required":["behavior"]})",
+     false});
 }
 
 /// The compiled input schemas, in catalogue order.

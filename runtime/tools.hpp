@@ -22,6 +22,7 @@
 
 #include <caf/meta/type_name.hpp>
 
+#include "runtime/approvals.hpp"
 #include "runtime/json.hpp"
 #include "runtime/messages.hpp"
 
@@ -57,6 +58,8 @@ struct tool_scope {
   std::vector<std::string> recipients;
   /// `[[butler]] max_tool_calls`: calls the session may make.
   uint32_t max_calls = 64;
+  /// The butler's approval policy (`approval_prompt`).
+  approval_policy approvals;
 };
 
 /// One live token: its scope and what the session has used of it.

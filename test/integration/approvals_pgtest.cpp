@@ -39,15 +39,33 @@ class Approvals : public node_fixture {
   /// starter (`approval_timeout_s` = `timeout_s`), a polling Telegram
   /// connector and the telegram adapter on the fake Bot API.
   std::string config(int timeout_s) {
-    std::string command = R"(["env", "FAKE_CODEX_APPROVAL=1", )"
-                          + json::quote(BUTLERS_FAKE_CODEX) + "]";
+    return config_with(timeout_s, "codex",
+                       R"(["env", "FAKE_CODEX_APPROVAL=1", )"
+                         + json::quote(BUTLERS_FAKE_CODEX) + "]",
+                       "");
+  }
+
+  /// The same on the fake Claude Code, which wants to use the tools of
+  /// `wanted` (FAKE_CLAUDE_PERMISSION), with `policy` lines for the butler.
+  std::string claude_config(const std::string& wanted,
+                            const std::string& policy) {
+    return config_with(60, "claude",
+                       R"(["env", )"
+                         + json::quote("FAKE_CLAUDE_PERMISSION=" + wanted)
+                         + ", " + json::quote(BUTLERS_FAKE_CLAUDE) + "]",
+                       policy);
+  }
+
+  std::string config_with(int timeout_s, const std::string& family,
+                          const std::string& command,
+                          const std::string& policy) {
     return node_head("approvals-test", 5)
            + "[[butler]]\nname = \"health\"\nkeywords = [\"pill\"]\n"
              "approvals = \"ask\"\napproval_timeout_s = "
-           + std::to_string(timeout_s)
-           + "\nlease_s = 4\n[butler.runtime]\nkind = \"cli\"\n"
-             "family = \"codex\"\ncommand = "
-           + command
+           + std::to_string(timeout_s) + "\n" + policy
+           + "lease_s = 4\n[butler.runtime]\nkind = \"cli\"\n"
+             "family = \""
+           + family + "\"\ncommand = " + command
            + "\n[[connector]]\nname = \"bot\"\ntype = \"telegram\"\n"
              "endpoint_identity = \"butlers_test_bot\"\nmode = \"poll\"\n"
              "poll_timeout_s = 1\napi_base = \""
@@ -57,10 +75,13 @@ class Approvals : public node_fixture {
   }
 
   void start(int timeout_s) {
+    start_on(config(timeout_s));
+  }
+
+  void start_on(const std::string& cfg) {
     use_database("approvals");
     use_files("approvals");
-    ASSERT_TRUE(start_node(config(timeout_s),
-                           {{"BUTLERS_CONNECTOR_BOT_TOKEN", tg.token()}}));
+    ASSERT_TRUE(start_node(cfg, {{"BUTLERS_CONNECTOR_BOT_TOKEN", tg.token()}}));
   }
 
   /// The starter writes `text` in the chat.
@@ -309,6 +330,43 @@ TEST_F(Approvals, ASigkillWhileTheQuestionWaitsLosesNeitherQuestionNorAnswer) {
   EXPECT_EQ(row(id)[0], "approved");
   EXPECT_EQ(approvals_count(), 1);
   EXPECT_EQ(questions().size(), 1u);
+}
+
+// Claude Code asks through `--permission-prompt-tool`: the fake calls the
+// node's approval_prompt tool for Bash, the starter approves with the
+// button, and Claude Code's answer format says allow.
+TEST_F(Approvals, ClaudeCodesPermissionPromptIsPutToTheStarter) {
+  start_on(claude_config(
+    R"([{"tool_name":"Bash","input":{"command":"rm -rf build"}}])", ""));
+  say("my pill: clean the build");
+  auto [id, message] = question();
+  ASSERT_EQ(id.size(), 36u) << node_->log();
+  EXPECT_NE(questions()[0].text.find("health asks to use Bash: rm -rf build"),
+            std::string::npos)
+    << questions()[0].text;
+  EXPECT_EQ(row(id)[2], "Bash");
+  press(chat, message, "ap:" + id + ":y");
+  auto text = wait_reply();
+  EXPECT_NE(text.find("[permission Bash: allow]"), std::string::npos)
+    << text << node_->log();
+  EXPECT_EQ(row(id)[0], "approved");
+}
+
+// The butler's allow and deny patterns answer Claude Code at once: nobody
+// is asked.
+TEST_F(Approvals, ClaudeCodesPermissionPromptFollowsTheButlersPatterns) {
+  start_on(
+    claude_config(R"([{"tool_name":"Bash","input":{"command":"rm -rf /"}},)"
+                  R"({"tool_name":"Read","input":{"file_path":"notes.txt"}}])",
+                  "approvals_deny = [\"Bash\"]\napprovals_allow = "
+                  "[\"Read\"]\n"));
+  say("my pill: what do my notes say");
+  auto text = wait_reply();
+  EXPECT_NE(text.find("[permission Bash: deny] [permission Read: allow]"),
+            std::string::npos)
+    << text << node_->log();
+  EXPECT_TRUE(questions().empty());
+  EXPECT_EQ(approvals_count(), 0);
 }
 
 } // namespace

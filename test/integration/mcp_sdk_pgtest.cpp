@@ -6,7 +6,7 @@
 // the node's /mcp with its BUTLERS_MCP_URL and BUTLERS_MCP_TOKEN over
 // Streamable HTTP, negotiating one protocol version (2025-11-25, the SDK's
 // own, or 2025-06-18, offered by rewriting initialize), lists the tools,
-// pings, calls all ten tools (the SDK validating each CallToolResult and
+// pings, calls all eleven tools (the SDK validating each CallToolResult and
 // its structuredContent against the tool's outputSchema) and a few that
 // must fail, ends the MCP session with DELETE, and writes what it saw to a
 // JSON summary. The test then checks the summary and what the calls did
@@ -38,11 +38,12 @@ using namespace std::chrono_literals;
 /// Where test/mcp/install.sh puts the SDK and the client script.
 const std::string sdk_dir = BUTLERS_MCP_SDK_DIR;
 
-const std::vector<std::string> all_tools{"notify",        "state_get",
-                                         "state_put",     "state_list",
-                                         "state_delete",  "remind",
-                                         "remind_cancel", "remind_list",
-                                         "route_to",      "recall"};
+const std::vector<std::string> all_tools{"notify",         "state_get",
+                                         "state_put",      "state_list",
+                                         "state_delete",   "remind",
+                                         "remind_cancel",  "remind_list",
+                                         "route_to",       "recall",
+                                         "approval_prompt"};
 
 /// Runs test/mcp/install.sh into `sdk_dir`: "" when the SDK is there, else
 /// the script's output and exit status.
@@ -215,6 +216,7 @@ void McpSdk::expect_summary(const rapidjson::Document& s,
   EXPECT_TRUE(calls["state_get"]["found"].GetBool());
   EXPECT_FALSE(calls["state_get_deleted"]["found"].GetBool());
   EXPECT_TRUE(calls["remind_cancel"]["cancelled"].GetBool());
+  EXPECT_EQ(str(calls["approval_prompt"], "behavior"), "deny") << text;
   EXPECT_TRUE(calls["bad_arguments"]["isError"].GetBool());
   EXPECT_EQ(calls["unknown_tool"]["code"].GetInt(), -32602);
 }
@@ -297,9 +299,9 @@ void McpSdk::expect_effects(const rapidjson::Document& s,
   // Every call the SDK made is recorded with its outcome (recording is
   // asynchronous: wait for the last ones).
   std::string expected
-    = "notify:ok,recall:ok,remind:ok,remind_cancel:ok,remind_list:ok x2,"
-      "route_to:ok,state_delete:ok,state_get:ok x2,state_list:ok,"
-      "state_put:invalid_arguments,state_put:ok x2";
+    = "approval_prompt:ok,notify:ok,recall:ok,remind:ok,remind_cancel:ok,"
+      "remind_list:ok x2,route_to:ok,state_delete:ok,state_get:ok x2,"
+      "state_list:ok,state_put:invalid_arguments,state_put:ok x2";
   std::string got;
   EXPECT_TRUE(eventually(
     [&] {

@@ -193,7 +193,8 @@ TEST_F(ToolsMcp, AnMcpSessionListsTheToolsAndAnswersPing) {
               (std::vector<std::string>{"notify", "state_get", "state_put",
                                         "state_list", "state_delete", "remind",
                                         "remind_cancel", "remind_list",
-                                        "route_to", "recall"}));
+                                        "route_to", "recall",
+                                        "approval_prompt"}));
     auto ping = mcp(token, R"({"jsonrpc":"2.0","id":"p","method":"ping"})",
                     sid);
     EXPECT_EQ(ping.body, R"({"jsonrpc":"2.0","id":"p","result":{}})");

@@ -3,7 +3,7 @@
 // answer as plain text on stdout) in test/integration/mcp_sdk_pgtest.cpp.
 // It connects over Streamable HTTP with the session's BUTLERS_MCP_URL and
 // BUTLERS_MCP_TOKEN, offering MCP_SDK_PROTOCOL at initialize, lists the
-// tools, pings, calls each of the ten tools and a few that must fail, and
+// tools, pings, calls each of the eleven tools and a few that must fail, and
 // ends the MCP session with DELETE. The SDK validates every result against
 // its own schemas (and structuredContent against the tool's outputSchema);
 // this script checks the values on top.
@@ -30,7 +30,7 @@ const peer = process.env.MCP_SDK_PEER ?? 'peer';
 
 const expectedTools = ['notify', 'state_get', 'state_put', 'state_list',
   'state_delete', 'remind', 'remind_cancel', 'remind_list', 'route_to',
-  'recall'];
+  'recall', 'approval_prompt'];
 const readOnly = ['state_get', 'state_list', 'remind_list', 'recall'];
 
 const summary = {
@@ -258,6 +258,12 @@ async function otherTools(client) {
     && recall?.request?.prompt?.includes('conformance')
     && Array.isArray(recall?.messages),
   `recall: ${JSON.stringify(recall)}`);
+  // Claude Code's permission prompt: the SDK's butler has the default
+  // policy (deny), so the answer is deny, at once, in Claude Code's shape.
+  const perm = await call(client, 'approval_prompt', 'approval_prompt',
+    { tool_name: 'Bash', input: { command: 'ls' }, tool_use_id: 'toolu_1' });
+  check(perm?.behavior === 'deny' && typeof perm?.message === 'string',
+    `approval_prompt: ${JSON.stringify(perm)}`);
 }
 
 // Calls that fail: a tool error (isError, no structuredContent, so the

@@ -38,9 +38,20 @@
 //                               (one line; a line {"fake_claude_error":..}
 //                               when a step failed)
 //   FAKE_CLAUDE_MCP_DELAY_MS    sleep between two tools/call
+//   FAKE_CLAUDE_PERMISSION      a JSON array of {"tool_name", "input"}: the
+//                               tools the model "wants" to use that are not
+//                               pre-approved. Before answering the first
+//                               message, each is put to the tool that
+//                               `--permission-prompt-tool mcp__S__T` names
+//                               (tools/call T on server S, arguments
+//                               tool_name, input and tool_use_id) as Claude
+//                               Code does; the answer's text is the JSON
+//                               {"behavior":"allow"|"deny",...}. The reply
+//                               then starts "[permission TOOL: BEHAVIOR] ".
 //
-// Arguments: `--mcp-config FILE` as Claude Code takes it; `--allowedTools
-// VALUE` and anything else is ignored.
+// Arguments: `--mcp-config FILE` as Claude Code takes it,
+// `--permission-prompt-tool NAME`; `--allowedTools VALUE` and anything else
+// is ignored.
 
 #include <signal.h>
 #include <sys/types.h>
@@ -386,6 +397,20 @@ class mcp_client {
     return true;
   }
 
+  /// tools/call of `name` with `arguments` (JSON text): the JSON-RPC
+  /// response, "" when the request failed (logged).
+  std::string call(const std::string& name, const std::string& arguments) {
+    auto r = post(R"({"jsonrpc":"2.0","id":)" + std::to_string(next_id_++)
+                  + R"(,"method":"tools/call","params":{"name":)"
+                  + butlers::json::quote(name) + R"(,"arguments":)" + arguments
+                  + "}}");
+    if (r.status == 0) {
+      failed("tools/call " + name, r);
+      return {};
+    }
+    return rpc_body(r);
+  }
+
   /// tools/call of `call` ({"name","arguments"} as JSON text); its
   /// response goes to the log.
   void call_tool(const rapidjson::Value& call) {
@@ -462,14 +487,80 @@ void run_mcp_calls(const std::string& config_file) {
   }
 }
 
+/// FAKE_CLAUDE_PERMISSION through the tool `prompt_tool` names: "[permission
+/// TOOL: BEHAVIOR] " for each, in order.
+std::string ask_permissions(const std::string& config_file,
+                            const std::string& prompt_tool) {
+  auto wanted_text = env_or("FAKE_CLAUDE_PERMISSION");
+  if (wanted_text.empty())
+    return {};
+  rapidjson::Document wanted;
+  if (butlers::json::parse(wanted_text, wanted) || !wanted.IsArray()) {
+    mcp_error("FAKE_CLAUDE_PERMISSION is not a JSON array");
+    return {};
+  }
+  // "mcp__<server>__<tool>"
+  auto sep = prompt_tool.rfind("__");
+  if (prompt_tool.rfind("mcp__", 0) != 0 || sep == std::string::npos
+      || sep < 5) {
+    mcp_error("no --permission-prompt-tool mcp__SERVER__TOOL: '" + prompt_tool
+              + "'");
+    return {};
+  }
+  auto srv = config_file.empty() ? std::nullopt : read_mcp_config(config_file);
+  if (!srv)
+    return {};
+  mcp_client client{std::move(*srv)};
+  if (!client.open() || !client.list_tools())
+    return {};
+  std::string out;
+  int n = 0;
+  for (auto& w : wanted.GetArray()) {
+    if (!w.IsObject() || !w.HasMember("tool_name")
+        || !w["tool_name"].IsString())
+      continue;
+    std::string tool = w["tool_name"].GetString();
+    auto input = w.HasMember("input") ? butlers::json::to_string(w["input"])
+                                      : std::string{"{}"};
+    auto body = client.call(prompt_tool.substr(sep + 2),
+                            R"({"tool_name":)" + butlers::json::quote(tool)
+                              + R"(,"input":)" + input
+                              + R"(,"tool_use_id":"toolu_fake_)"
+                              + std::to_string(++n) + "\"}");
+    mcp_log(body);
+    // Claude Code reads the first text block as the decision.
+    std::string behavior = "unreadable";
+    rapidjson::Document rpc;
+    rapidjson::Document decision;
+    if (!butlers::json::parse(body, rpc) && rpc.IsObject()
+        && rpc.HasMember("result") && rpc["result"].IsObject()
+        && rpc["result"].HasMember("content")
+        && rpc["result"]["content"].IsArray()
+        && !rpc["result"]["content"].Empty()) {
+      auto& block = rpc["result"]["content"][0];
+      if (block.IsObject() && block.HasMember("text")
+          && block["text"].IsString()
+          && !butlers::json::parse(block["text"].GetString(), decision)
+          && decision.IsObject() && decision.HasMember("behavior")
+          && decision["behavior"].IsString())
+        behavior = decision["behavior"].GetString();
+    }
+    out += "[permission " + tool + ": " + behavior + "] ";
+  }
+  return out;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
   std::string mcp_config;
+  std::string prompt_tool;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     if (arg == "--mcp-config" && i + 1 < argc)
       mcp_config = argv[++i];
+    else if (arg == "--permission-prompt-tool" && i + 1 < argc)
+      prompt_tool = argv[++i];
     else if (arg == "--allowedTools" && i + 1 < argc)
       ++i;
   }
@@ -488,6 +579,7 @@ int main(int argc, char** argv) {
     if (!tools_called) {
       tools_called = true;
       run_mcp_calls(mcp_config);
+      text = ask_permissions(mcp_config, prompt_tool) + text;
     }
     if (!log_path.empty()) {
       std::ofstream log{log_path, std::ios::app};

@@ -71,7 +71,7 @@ TEST(ToolTokens, TokensAreDistinctAcrossThreads) {
 }
 
 TEST(ToolCatalogue, EverySchemaCompilesAndEveryToolIsFound) {
-  ASSERT_EQ(tool_catalogue().size(), 10u);
+  ASSERT_EQ(tool_catalogue().size(), 11u);
   for (auto& t : tool_catalogue()) {
     EXPECT_NO_THROW(schema::compile(t.name, t.input_schema)) << t.name;
     EXPECT_NO_THROW(schema::compile(t.name, t.output_schema)) << t.name;
@@ -206,7 +206,7 @@ TEST(Mcp, ResultsAndErrorsAreJsonRpc) {
   EXPECT_EQ(std::string{d["protocolVersion"].GetString()}, "2025-06-18");
   EXPECT_TRUE(d["capabilities"]["tools"].IsObject());
   ASSERT_FALSE(json::parse(mcp::tools_list_result(), d));
-  EXPECT_EQ(d["tools"].Size(), 10u);
+  EXPECT_EQ(d["tools"].Size(), 11u);
   ASSERT_FALSE(
     json::parse(mcp::progress_notification("\"p\"", 1, 1, "done"), d));
   EXPECT_EQ(std::string{d["method"].GetString()}, "notifications/progress");
