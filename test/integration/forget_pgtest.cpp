@@ -8,7 +8,8 @@
 // table (read from information_schema, so a table added later is searched
 // too) finds neither their markers nor their identities, while another
 // sender's stay where they were. A second forget erases nothing and changes
-// nothing. The API's refusals name the field.
+// nothing. A run in flight when its person is forgotten sends nothing and
+// stores nothing through its tools. The API's refusals name the field.
 
 #include <chrono>
 #include <fstream>
@@ -135,7 +136,7 @@ class Forget : public node_fixture {
     use_files("forget");
   }
 
-  std::string config() {
+  std::string config(int turn_ms = 10, int sessions = 4) {
     // The butler keeps what it was asked in its per-sender state, through
     // the tool server, and says it back.
     auto tool = json::quote(R"({"name":"state_put","arguments":)"
@@ -143,10 +144,10 @@ class Forget : public node_fixture {
                             R"("scope":"sender"}})");
     return node_head("forget-test", 5, "request_timeout_ms = 20000\n")
            + "[tools]\nrecord_arguments = true\n"
-             "[[butler]]\nname = \"general\"\nmax_concurrent_sessions = 4\n"
-             "[butler.runtime]\nkind = \"scripted\"\nturn_ms = 10\n"
-             "tool_calls = ["
-           + tool
+             "[[butler]]\nname = \"general\"\nmax_concurrent_sessions = "
+           + std::to_string(sessions)
+           + "\n[butler.runtime]\nkind = \"scripted\"\nturn_ms = "
+           + std::to_string(turn_ms) + "\ntool_calls = [" + tool
            + "]\n[[connector]]\nname = \"bot\"\ntype = \"telegram\"\n"
              "endpoint_identity = \"forget_test_bot\"\nmode = \"poll\"\n"
              "poll_timeout_s = 1\napi_base = \""
@@ -158,14 +159,15 @@ class Forget : public node_fixture {
            + dir_ + "/outbox.jsonl\"\n";
   }
 
-  void start() {
-    ASSERT_TRUE(
-      start_node(config(), {{"BUTLERS_CONNECTOR_BOT_TOKEN", tg.token()}}));
+  void start(int turn_ms = 10, int sessions = 4) {
+    ASSERT_TRUE(start_node(config(turn_ms, sessions),
+                           {{"BUTLERS_CONNECTOR_BOT_TOKEN", tg.token()}}));
   }
 
   /// A Telegram message from `user`: a photo whose bytes hold `marker`,
   /// with `marker` in its caption. Waits for the reply that quotes it.
-  void telegram_photo(int64_t user, const std::string& marker) {
+  void telegram_photo(int64_t user, const std::string& marker,
+                      bool wait_reply = true) {
     auto id = next_update++;
     auto file = "photo-" + std::to_string(id);
     std::string bytes = "\xff\xd8 jpeg bytes " + marker + " " + random_hex(64);
@@ -179,7 +181,14 @@ class Forget : public node_fixture {
       + R"(","photo":[{"file_id":")" + file
       + R"(","file_unique_id":"u","width":640,"height":480,"file_size":)"
       + std::to_string(bytes.size()) + "}]}}");
-    EXPECT_TRUE(tg.wait_for(
+    if (wait_reply) {
+      EXPECT_TRUE(sent(marker)) << node_->log();
+    }
+  }
+
+  /// Waits until a message quoting `marker` went to Telegram.
+  bool sent(const std::string& marker) {
+    return tg.wait_for(
       [&](const std::vector<telegram_call>& calls) {
         for (auto& c : calls)
           if (c.method == "sendMessage"
@@ -187,8 +196,15 @@ class Forget : public node_fixture {
             return true;
         return false;
       },
-      stretched(30s)))
-      << node_->log();
+      stretched(30s));
+  }
+
+  /// Messages to Telegram quoting `marker`, so far.
+  size_t sent_now(const std::string& marker) {
+    size_t n = 0;
+    for (auto& c : tg.calls("sendMessage"))
+      n += c.params_json.find(marker) != std::string::npos ? 1 : 0;
+    return n;
   }
 
   /// An HTTP ingest from `user` on the api channel; waits until parsed.
@@ -367,10 +383,47 @@ TEST_F(Forget, TheOperatorApiNamesWhatIsWrong) {
   EXPECT_NE(cli.err.find("sender:"), std::string::npos) << cli.err;
 }
 
+// A run in flight when its person is forgotten is let finish, but its
+// reply is not sent and its tools store nothing; what its end stored (the
+// delivery of the reply) goes with the next forget, which then leaves
+// nothing of the person anywhere.
+TEST_F(Forget, ARunInFlightSendsNothingAndTheNextForgetLeavesNothing) {
+  // One session at a time: the other person's message runs only once the
+  // forgotten person's session has ended.
+  start(2000, 1);
+  telegram_photo(tg_user, tg_marker, false);
+  ASSERT_TRUE(eventually(
+    [&] {
+      return scalar("SELECT count(*) FROM route_work w JOIN message_inbox m "
+                    "ON m.request_id = w.request_id WHERE w.state = "
+                    "'running' AND m.source_sender_identity = '"
+                    + std::to_string(tg_user) + "'")
+             == 1;
+    },
+    stretched(30s)))
+    << node_->log();
+  auto cli = cli_forget("telegram:" + std::to_string(tg_user));
+  ASSERT_EQ(cli.exit_code, 0) << cli.err;
+  EXPECT_EQ(parse(cli.out)["in_flight"].GetInt64(), 1) << cli.out;
+  telegram_photo(other_tg_user, other_tg_marker);
+  EXPECT_EQ(sent_now(tg_marker), 0u);
+  EXPECT_TRUE(where(url_, other_tg_marker).count("butler_state.value"));
+  // The forgotten run's tools stored nothing.
+  EXPECT_FALSE(where(url_, tg_marker).count("butler_state.value"))
+    << describe(where(url_, tg_marker));
+  EXPECT_FALSE(where(url_, tg_marker).count("tool_calls.arguments"));
+  auto again = cli_forget("telegram:" + std::to_string(tg_user));
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(describe(where(url_, tg_marker)), "(nowhere)") << again.out;
+  EXPECT_EQ(describe(where(url_, std::to_string(tg_user))), "(nowhere)");
+  EXPECT_EQ(sent_now(tg_marker), 0u);
+}
+
 // A reply still owed when its request was forgotten is not sent: the
 // ledger answers 'skipped' and records nothing; a run whose thread was
-// forgotten stores no answer (and does not fail its batch).
-TEST(ForgetGuards, TheLedgerAndTheTranscriptRefuseForgottenRequests) {
+// forgotten stores no answer (and does not fail its batch); its tools
+// store nothing.
+TEST(ForgetGuards, TheLedgerTranscriptAndToolsRefuseForgottenRequests) {
   auto url = fresh_database("forget_guards");
   pqxx::connection conn{url};
   apply_migrations(conn);
@@ -394,6 +447,29 @@ TEST(ForgetGuards, TheLedgerAndTheTranscriptRefuseForgottenRequests) {
                                      "text", "", "ok", ""}});
   EXPECT_TRUE(r.rows.empty());
   EXPECT_EQ(tx.exec1("SELECT count(*) FROM thread_transcript")[0].as<int>(), 0);
+  // Its session's tools store nothing: state, tool calls, reminders.
+  auto work = std::string{"0190a0a0-0000-7000-8000-000000000003"};
+  r = run_named(tx, named_statement{"state_put",
+                                    {"general", "sender:telegram:1", "k",
+                                     R"("v")", "-1", id}});
+  EXPECT_EQ(r.rows.at(0).at(0), "0");
+  run_named(tx, named_statement{"tool_call_insert",
+                                {id, work, "general", "state_put", "ok", "1",
+                                 "{}"}});
+  r = run_named(tx, named_statement{"reminder_insert",
+                                    {work, "general", "1795000000000", "p",
+                                     "telegram", "bot", "1", "", id, work}});
+  EXPECT_TRUE(r.rows.empty());
+  EXPECT_EQ(tx.exec1("SELECT (SELECT count(*) FROM butler_state) + (SELECT "
+                     "count(*) FROM tool_calls) + (SELECT count(*) FROM "
+                     "butler_reminders)")[0]
+              .as<int>(),
+            0);
+  // Another request's do.
+  r = run_named(tx, named_statement{"state_put",
+                                    {"general", "sender:telegram:1", "k",
+                                     R"("v")", "-1", other}});
+  EXPECT_EQ(r.rows.at(0).at(0), "1");
 }
 
 } // namespace
