@@ -1,10 +1,13 @@
 #include "actors/http_api.hpp"
 
 #include <caf/actor_cast.hpp>
+#include <spdlog/spdlog.h>
 
 #include "actors/http_bridge.hpp"
 #include "runtime/approvals.hpp"
 #include "runtime/attachment_store.hpp"
+#include "runtime/blocking_pool.hpp"
+#include "runtime/forget.hpp"
 #include "runtime/http_checks.hpp"
 #include "runtime/json.hpp"
 #include "runtime/thread_list.hpp"
@@ -60,6 +63,8 @@ http_api::http_api(caf::actor_system& sys, const node_settings& settings,
   attachments_refused_ = &ctx_->metrics.get_counter(
     "butlers_thread_attachments_refused_total",
     "Thread turns refused because a file was over a cap");
+  // One forget runs at a time; one more may wait.
+  forget_pool_ = std::make_shared<blocking_pool>(1, 1);
 }
 
 std::optional<http_reply> http_api::store_turn_files(const http_call& call,
@@ -170,6 +175,64 @@ void http_api::request_other(const http_call& call, http_responder& out,
   if (!is_uuid(rest.substr(0, rest.find('/'))))
     return out.now(bad_uuid_reply("request"));
   out.now(no_route_reply(call.method, call.path));
+}
+
+void http_api::operator_forget(const http_call& call, http_responder& out,
+                               const path_params&) {
+  // The job may outlive this handler: it holds the context.
+  auto ctx = ctx_;
+  auto outcome = [ctx](const char* x) -> counter& {
+    return ctx->metrics
+      .get_counter("butlers_forget_total",
+                   "Forgets of a sender (runtime/forget.md) by "
+                   "outcome: done, failed (midway; run again), "
+                   "refused (a bad body), busy (another one ran)",
+                   std::string{"outcome=\""} + x + "\"");
+  };
+  if (auto no = refuse_json_body(call.content_type, call.body.size(),
+                                 settings_.http.max_body_bytes))
+    return out.now(std::move(*no));
+  forget_order order;
+  if (auto bad = parse_forget_body(call.body, order); !bad.empty()) {
+    outcome("refused").inc();
+    return out.now(validation_reply(bad));
+  }
+  if (settings_.database.url.empty())
+    return out.now(error_reply(butlers_errc::database_unavailable,
+                               "no database configured"));
+  auto answer = out.later();
+  auto job = [url = settings_.database.url, order, answer, ctx, outcome] {
+    auto report = run_forget(url, order, [](const std::string& line) {
+      spdlog::info("{}", line);
+    });
+    for (auto& [table, n] : report.counts)
+      ctx->metrics
+        .get_counter("butlers_forget_rows_total",
+                     "Rows erased by forgets, per table",
+                     "table=" + json::quote(table))
+        .inc(n);
+    auto hash = forget_sender_hash(order);
+    if (!report.ok) {
+      outcome("failed").inc();
+      spdlog::error("forget of sender {} failed after {} row(s): {}", hash,
+                    report.total, report.error);
+      return answer(error_reply(butlers_errc::database_unavailable,
+                                "forget failed midway (what it erased stays "
+                                "erased; send it again): "
+                                  + report.error));
+    }
+    outcome("done").inc();
+    spdlog::info("forget of sender {} by {} done: {} row(s) erased, audit "
+                 "row {}",
+                 hash, order.who, report.total, report.audit_id);
+    answer(json_reply(200, forget_report_json(report, hash)));
+  };
+  if (!forget_pool_->post(job)) {
+    outcome("busy").inc();
+    answer(error_reply(butlers_errc::overload_rejected,
+                       "another forget is running; try again when it "
+                       "ends"));
+  }
 }
 
 // -- butlers ------------------------------------------------------------------

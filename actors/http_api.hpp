@@ -17,6 +17,7 @@
 namespace butlers {
 
 class attachment_store;
+class blocking_pool;
 class counter;
 struct thread_turn;
 
@@ -88,6 +89,13 @@ class http_api {
   /// the route.
   void request_other(const http_call& call, http_responder& out,
                      const path_params& p);
+
+  /// POST /v1/operator/forget `{"sender","who","why","batch"?}`: erases
+  /// everything the sender wrote (runtime/forget.md), on a thread of its
+  /// own; 200 with the report, 400 naming the bad field, 429 while another
+  /// forget runs, 503 without a database or when it failed midway.
+  void operator_forget(const http_call& call, http_responder& out,
+                       const path_params& p);
 
   // -- butlers --------------------------------------------------------------
 
@@ -167,6 +175,10 @@ class http_api {
   std::shared_ptr<attachment_store> attachments_;
   /// Turns refused for a file over a cap.
   counter* attachments_refused_ = nullptr;
+  /// Where forgets run: one at a time, off the HTTP threads and the
+  /// scheduler (a forget blocks on its own connection for as long as the
+  /// sender's data takes).
+  std::shared_ptr<blocking_pool> forget_pool_;
 };
 
 } // namespace butlers

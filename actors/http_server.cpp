@@ -756,6 +756,7 @@ const http_route_table<http_server::impl::handler>& http_server::impl::
     {m::post, "/v1/requests/{id}/{action}", token,
      on_api<&http_api::request_operate>},
     {m::any, "/v1/requests/{rest...}", token, on_api<&http_api::request_other>},
+    {m::post, "/v1/operator/forget", token, on_api<&http_api::operator_forget>},
     {m::get, "/v1/butlers", token, on_api<&http_api::butlers_list>},
     {m::get, "/v1/butlers/", token, on_api<&http_api::butlers_list>},
     {m::post, "/v1/butlers/{name}/route", token,

@@ -4,6 +4,8 @@
 //   butlers-node check-config FILE       validate, print the effective config
 //   butlers-node migrate --config FILE   apply the embedded migrations
 //   butlers-node replay --config FILE --request ID --who W --why TEXT
+//   butlers-node forget --config FILE --sender CHANNEL:IDENTITY --who W
+//                       --why TEXT [--batch N]
 //
 // Exit codes: see actors/node.hpp (and actors/README.md).
 
@@ -68,6 +70,20 @@ int main(int argc, char** argv) {
   replay->add_option("--request", request_id, "request id (UUID)")->required();
   replay->add_option("--who", who, "operator name, for the audit")->required();
   replay->add_option("--why", why, "reason, for the audit")->required();
+  std::string sender;
+  int batch = 500;
+  auto forget = app.add_subcommand("forget",
+                                   "erase everything one sender wrote, in "
+                                   "every table (audited; safe while nodes "
+                                   "run; idempotent)");
+  forget->add_option("-c,--config", config_path, "node configuration (TOML)")
+    ->required();
+  forget
+    ->add_option("--sender", sender, "CHANNEL:IDENTITY, e.g. telegram:123456")
+    ->required();
+  forget->add_option("--who", who, "operator name, for the audit")->required();
+  forget->add_option("--why", why, "reason, for the audit")->required();
+  forget->add_option("--batch", batch, "most ids per transaction (1..10000)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -90,6 +106,8 @@ int main(int argc, char** argv) {
     return butlers::migrate_database(*settings);
   if (replay->parsed())
     return butlers::replay_request(*settings, request_id, who, why);
+  if (forget->parsed())
+    return butlers::forget_sender(*settings, sender, who, why, batch);
   for (auto& w : butlers::config_warnings(*settings))
     spdlog::warn("config: {}", w);
   butlers::block_shutdown_signals();

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <future>
+#include <iostream>
 #include <thread>
 
 #include <caf/actor_system.hpp>
@@ -22,6 +23,7 @@
 #include "actors/http_server.hpp"
 #include "actors/supervisor.hpp"
 #include "actors/type_ids.hpp"
+#include "runtime/forget.hpp"
 #include "runtime/inbox_store.hpp"
 #include "runtime/migrations.hpp"
 
@@ -293,6 +295,51 @@ int replay_request(const node_settings& settings, const std::string& request_id,
     spdlog::error("replay failed: {}", e.what());
     return exit_failure;
   }
+}
+
+int forget_sender(const node_settings& settings, const std::string& sender,
+                  const std::string& who, const std::string& why, int batch) {
+  forget_order order;
+  order.who = who;
+  order.why = why;
+  order.batch = batch;
+  auto bad = parse_forget_sender(sender, order);
+  if (bad.empty())
+    bad = check_forget_order(order);
+  if (!bad.empty()) {
+    spdlog::error("forget refused: {}", bad);
+    return exit_config;
+  }
+  if (settings.database.url.empty()) {
+    spdlog::error("no database configured (database.url or "
+                  "BUTLERS_DATABASE_URL)");
+    return exit_config;
+  }
+  apply_connect_timeout(settings);
+  try {
+    // The node that runs applies them too; a forget may come first.
+    pqxx::connection conn{settings.database.url};
+    apply_migrations(conn);
+  } catch (const std::exception& e) {
+    spdlog::error("forget failed: {}", e.what());
+    return exit_failure;
+  }
+  auto report = run_forget(settings.database.url, order,
+                           [](const std::string& line) {
+                             spdlog::info("{}", line);
+                           });
+  auto hash = forget_sender_hash(order);
+  std::cout << forget_report_json(report, hash) << std::endl;
+  if (!report.ok) {
+    spdlog::error("forget of sender {} failed after {} row(s): {} (run it "
+                  "again; audit row {})",
+                  hash, report.total, report.error, report.audit_id);
+    return exit_failure;
+  }
+  spdlog::info("forget of sender {} done: {} row(s) erased, {} run(s) in "
+               "flight, audit row {}",
+               hash, report.total, report.in_flight, report.audit_id);
+  return exit_ok;
 }
 
 } // namespace butlers

@@ -37,6 +37,14 @@ int migrate_database(const node_settings& settings);
 int replay_request(const node_settings& settings, const std::string& request_id,
                    const std::string& who, const std::string& why);
 
+/// Forgets one sender from the command line (runtime/forget.md): erases
+/// every row that holds what they wrote, audited in forget_audit, and
+/// prints the report (JSON) on stdout. Returns exit_ok when done,
+/// exit_config for a bad sender, who or why, exit_failure when the
+/// database failed midway (run it again: it is idempotent).
+int forget_sender(const node_settings& settings, const std::string& sender,
+                  const std::string& who, const std::string& why, int batch);
+
 /// Blocks SIGINT and SIGTERM in the calling thread, so that every thread
 /// spawned afterwards inherits the mask and `run_node` receives them
 /// synchronously with sigwait().

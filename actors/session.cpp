@@ -435,7 +435,7 @@ class scripted_adapter final : public session_adapter {
       return;
     }
     rapidjson::Document doc;
-    json::parse(calls[i], doc);
+    json::parse(render_tool_call(calls[i], st.env.prompt), doc);
     tool_call call;
     call.token = st.token;
     call.name = doc["name"].GetString();

@@ -231,7 +231,8 @@ void state_put(const call_ptr& c, const rapidjson::Value& args) {
   auto ns = state_scope(s, string_arg(args, "scope"));
   exec(c,
        named_statement{"state_put",
-                       {s.butler, ns, key, value, std::to_string(expected)},
+                       {s.butler, ns, key, value, std::to_string(expected),
+                        s.request_id},
                        s.butler},
        [c, ns, key, expected](named_result& r) {
          if (!r.ok || r.rows.empty()) {

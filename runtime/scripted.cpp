@@ -4,11 +4,29 @@
 #include <functional>
 #include <random>
 
+#include "runtime/json.hpp"
+
 namespace butlers {
 
 bool is_retryable_class(std::string_view cls) {
   return cls == "timeout" || cls == "target_unavailable"
          || cls == "overload_rejected";
+}
+
+std::string render_tool_call(std::string_view call, std::string_view prompt) {
+  auto quoted = json::quote(prompt);
+  auto escaped = std::string_view{quoted}.substr(1, quoted.size() - 2);
+  std::string out;
+  constexpr std::string_view key = "{prompt}";
+  size_t i = 0;
+  for (auto at = call.find(key); at != std::string_view::npos;
+       at = call.find(key, i)) {
+    out.append(call.substr(i, at - i));
+    out.append(escaped);
+    i = at + key.size();
+  }
+  out.append(call.substr(i));
+  return out;
 }
 
 std::string render_reply(std::string_view templ, std::string_view butler,

@@ -25,6 +25,11 @@ std::string render_reply(std::string_view templ, std::string_view butler,
                          std::string_view prompt, std::string_view request_id,
                          uint32_t turns);
 
+/// A scripted tool call (`runtime.tool_calls`, JSON) with every
+/// `{prompt}` replaced by the prompt, escaped for a JSON string: what the
+/// session was asked reaches its tools as a person's words would.
+std::string render_tool_call(std::string_view call, std::string_view prompt);
+
 /// `reply` cut into `parts` pieces at spaces (as evenly as its words
 /// allow; a piece may be empty when there are fewer words than parts), in
 /// order: joined, they are `reply` again. Each piece after the first

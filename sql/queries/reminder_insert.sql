@@ -8,8 +8,12 @@ WITH ins AS (
                                 source_channel, source_endpoint,
                                 source_sender, source_thread, origin_request,
                                 origin_work)
-  VALUES ($1::uuid, $2::text, to_timestamp($3::bigint / 1000.0), $4::text, $5::text, $6::text, $7::text, $8::text,
-          $9::uuid, $10::uuid)
+  SELECT $1::uuid, $2::text, to_timestamp($3::bigint / 1000.0), $4::text,
+         $5::text, $6::text, $7::text, $8::text, $9::uuid, $10::uuid
+  -- A run of a forgotten request (runtime/forget.md) sets no reminder:
+  -- nothing may reach the person later. No row: the tool fails.
+  WHERE NOT EXISTS (SELECT 1 FROM forget_tombstones
+                    WHERE request_id = $9::uuid)
   ON CONFLICT (reminder_id) DO NOTHING
   RETURNING reminder_id, due_at, state
 )

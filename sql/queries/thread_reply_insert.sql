@@ -15,8 +15,11 @@ WITH run AS (
 ), ins AS (
   INSERT INTO thread_transcript (thread_id, message_id, role, kind, run_id,
                                  butler, body, detail)
-  VALUES ($1, 'run:' || $2, 'assistant', $4, $2::uuid, $3, $5,
-          NULLIF($6, '')::json)
+  SELECT $1, 'run:' || $2, 'assistant', $4, $2::uuid, $3, $5,
+         NULLIF($6, '')::json
+  -- A run whose thread was forgotten meanwhile (runtime/forget.md) stores
+  -- no answer.
+  WHERE EXISTS (SELECT 1 FROM threads WHERE thread_id = $1)
   ON CONFLICT (thread_id, message_id) DO NOTHING
   RETURNING cursor, created_at
 ), touch AS (
