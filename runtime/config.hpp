@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "runtime/attachments.hpp"
-#include "runtime/rate_limit.hpp"
 #include "runtime/config_enums.hpp"
+#include "runtime/rate_limit.hpp"
 
 namespace butlers {
 
