@@ -211,6 +211,18 @@ class TelegramRateLimits : public RateLimits {
     tg.push_update(telegram::message_update(m, next_update++));
   }
 
+  /// An Update with `text` from the test chat.
+  std::string update(const std::string& text) {
+    telegram::message_spec m;
+    m.message_id = next_message++;
+    m.chat_id = chat;
+    m.from.id = chat;
+    m.text = text;
+    auto u = telegram::message_update(m, next_update++);
+    tg.remember_update(u);
+    return u;
+  }
+
   /// What the bot sent the chat that is a rate-limit note.
   std::vector<std::string> notes() {
     std::vector<std::string> out;
@@ -297,6 +309,51 @@ TEST_F(TelegramRateLimits, ASenderOverItsLimitIsToldOnceAndTakenAgainAfter) {
     << sent();
   EXPECT_EQ(stored(sender), 3);
   EXPECT_EQ(notes().size(), 1u) << "one note per limited period";
+}
+
+TEST_F(TelegramRateLimits,
+       AtTheWebhookALimitedSenderIsAcknowledgedAndToldOnce) {
+  use_database("rate_limits_hook");
+  const std::string secret = "hook-Secret_9";
+  ASSERT_TRUE(start_node(
+    node_head("rate-limit-hook", 5)
+      + "[rate_limits]\nper_sender_per_minute = 1\nsender_burst = 1\n"
+        "[[butler]]\nname = \"health\"\nkeywords = [\"pill\"]\n"
+        "[butler.runtime]\nturn_ms = 1\n"
+        "[[connector]]\nname = \"bot\"\ntype = \"telegram\"\n"
+        "endpoint_identity = \"butlers_test_bot\"\nmode = \"webhook\"\n"
+        "api_base = \""
+      + tg.base_url()
+      + "\"\n[[messenger.adapter]]\nkind = \"telegram\"\n"
+        "connector = \"bot\"\n",
+    {{"BUTLERS_CONNECTOR_BOT_TOKEN", tg.token()},
+     {"BUTLERS_CONNECTOR_BOT_SECRET_TOKEN", secret}}));
+  std::vector<std::string> statuses;
+  for (int i = 0; i < 4; ++i) {
+    auto body = update("pill at the webhook " + std::to_string(i));
+    auto r = http_->raw("POST /v1/connectors/bot/webhook HTTP/1.1\r\n"
+                        "Host: 127.0.0.1\r\nConnection: close\r\n"
+                        "Content-Type: application/json\r\n"
+                        "X-Telegram-Bot-Api-Secret-Token: "
+                        + secret + "\r\nContent-Length: "
+                        + std::to_string(body.size()) + "\r\n\r\n" + body);
+    // 200 either way: a refused Update redelivered would only be refused
+    // again; the sender is told instead.
+    ASSERT_EQ(r.status, 200) << r.body;
+    statuses.push_back(r.body);
+  }
+  EXPECT_NE(statuses[0].find(R"("status":"accepted")"), std::string::npos);
+  for (int i = 1; i < 4; ++i)
+    EXPECT_NE(statuses[i].find(R"("status":"rate_limited")"), std::string::npos)
+      << statuses[i];
+  ASSERT_TRUE(eventually(
+    [&] {
+      return replies() == 1 && notes().size() == 1;
+    },
+    30s))
+    << sent();
+  EXPECT_NE(notes()[0].find("again in 60 s"), std::string::npos) << sent();
+  EXPECT_EQ(stored(std::to_string(chat)), 1);
 }
 
 } // namespace
