@@ -37,7 +37,11 @@ submit_outcome outcome_of(const caf::error& err) {
     out.message = to_string(code);
   switch (code) {
     case butlers_errc::overload_rejected:
+    case butlers_errc::connector_rate_limited:
       out.status = submit_status::refused;
+      break;
+    case butlers_errc::sender_rate_limited:
+      out.status = submit_status::rate_limited;
       break;
     case butlers_errc::validation_error:
       out.status = submit_status::invalid;
@@ -220,8 +224,8 @@ void after_commit(connector_state& st) {
 void count(connector_state& st, const append_result& r) {
   if (r.error_code == 0)
     (r.duplicate ? st.metrics.deduped : st.metrics.accepted)->inc();
-  else if (static_cast<butlers_errc>(r.error_code)
-           == butlers_errc::overload_rejected)
+  else if (auto code = static_cast<butlers_errc>(r.error_code);
+           code == butlers_errc::overload_rejected || is_rate_limited(code))
     st.metrics.refused->inc();
   else
     st.metrics.errors->inc();
@@ -309,7 +313,8 @@ caf::result<append_result> submit(connector_ptr self, inbox_record&& rec) {
       [self, rp, leave](caf::error& err) mutable {
         leave();
         auto& st = self->state;
-        if (code_of(err) == butlers_errc::overload_rejected)
+        if (code_of(err) == butlers_errc::overload_rejected
+            || is_rate_limited(code_of(err)))
           st.metrics.refused->inc();
         else
           st.metrics.errors->inc();

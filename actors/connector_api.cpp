@@ -26,7 +26,12 @@ std::string update_label(const telegram_update_mapping& m) {
 /// every status but a 2xx makes it retry later, which is what an outage
 /// calls for; a refusal that could never change is a 200 (the caller made
 /// sure of that before submitting).
+/// A webhook's failure: its status (the platform sends it again), except a
+/// sender over its rate limit, which is acknowledged as refused (the sender
+/// is told once; a redelivery would only be refused again).
 http_reply webhook_failure(const caf::error& err) {
+  if (code_of(err) == butlers_errc::sender_rate_limited)
+    return webhook_ack_reply("rate_limited", {}, message_of(err));
   return failure_reply(err);
 }
 
@@ -176,7 +181,7 @@ void connector_api::ingest(const http_call& call, http_responder& out,
       return ingest_reply(r);
     },
     [](const caf::error& err) {
-      return ingest_failure_reply(code_of(err), message_of(err));
+      return ingest_failure_reply(err);
     });
 }
 

@@ -130,6 +130,8 @@ void connector_api::slack_events(const http_call& call, http_responder& out,
                                r.request_id);
     },
     [](const caf::error& err) {
+      if (code_of(err) == butlers_errc::sender_rate_limited)
+        return webhook_ack_reply("rate_limited", {}, message_of(err));
       return failure_reply(err);
     });
 }

@@ -196,7 +196,9 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
     if (r.no_store)
       resp.append_header(restinio::http_field::cache_control, "no-store");
     if (r.retry_after)
-      resp.append_header(restinio::http_field::retry_after, "1");
+      resp.append_header(restinio::http_field::retry_after,
+                         std::to_string(
+                           std::max<uint32_t>(1, r.retry_after_s)));
     if (r.bearer_challenge)
       resp.append_header(restinio::http_field::www_authenticate,
                          "Bearer realm=\"butlers\"");

@@ -105,7 +105,8 @@ void start_group(supervisor_ptr self) {
   if (s.cluster.switchboard)
     st.switchboard = self->spawn<caf::linked>(switchboard, s.switchboard,
                                               routing_settings{s.router,
-                                                               s.policies},
+                                                               s.policies,
+                                                               s.rate_limits},
                                               st.writer, st.ctx);
   st.reader = self->spawn<caf::linked>(db_reader_pool, s.database, st.ctx);
   st.ctx->set_reader(st.reader);

@@ -253,6 +253,7 @@ void ingest_records(switchboard_ptr self, std::vector<inbox_record> recs,
   b->out.resize(recs.size());
   b->handed_ns = st.tracing.on() ? unix_nanos_now() : 0;
   uint64_t overloaded = 0;
+  rate_limit_records(self, *b, recs);
   auto admitted = st.admission->admit(*b, recs, st.ctx->status.draining,
                                       &overloaded);
   st.metrics.overload_rejected->inc(overloaded);
@@ -823,6 +824,7 @@ switchboard_actor::behavior_type switchboard(switchboard_ptr self,
   st.hot.emplace(st.cfg.queue_capacity, st.cfg.fairness,
                  st.cfg.source_queue_capacity, st.metrics.fair);
   st.admission.emplace(st.cfg.max_in_flight);
+  st.limiter.emplace(st.routing.rate_limits);
   self->delayed_send(self, std::chrono::seconds{1}, caf::tick_atom_v);
   return {
     [self](ingest_atom, inbox_record& rec) -> caf::result<append_result> {
@@ -835,9 +837,7 @@ switchboard_actor::behavior_type switchboard(switchboard_ptr self,
                        if (r.error_code == 0)
                          rp.deliver(std::move(r));
                        else
-                         rp.deliver(
-                           caf::error{static_cast<butlers_errc>(r.error_code),
-                                      std::move(r.error_message)});
+                         rp.deliver(ingest_error(r));
                      });
       return rp;
     },

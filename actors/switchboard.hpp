@@ -38,10 +38,12 @@ namespace butlers {
 /// and is asked again.)
 constexpr auto registry_ttl = std::chrono::milliseconds{100};
 
-/// How requests become plans and what they may spend.
+/// How requests become plans and what they may spend, and what the ingest
+/// boundary lets in (`[rate_limits]`).
 struct routing_settings {
   router_config router;
   std::vector<policy_config> policies;
+  rate_limits_config rate_limits;
 };
 
 struct switchboard_state {
@@ -59,6 +61,9 @@ struct switchboard_state {
   host_cache<butler_actor> hosts{registry_ttl};
   /// Ingest requests waiting for their commit (bounded by max_in_flight).
   std::optional<ingest_admission> admission;
+  /// Token buckets per sender and per connector, asked before admission
+  /// (`[rate_limits]`, bounded by `max_buckets`).
+  std::optional<rate_limiter> limiter;
   /// The hot path: stored, not yet claimed (bounded by queue_capacity),
   /// and the requests its workers hold.
   std::optional<hot_queue> hot;
@@ -90,6 +95,16 @@ switchboard_actor::behavior_type switchboard(switchboard_ptr self,
                                              routing_settings routing,
                                              inbox_writer_actor writer,
                                              node_context_ptr ctx);
+
+/// Rate limits (switchboard_rate_limit.cpp): refuses, in `b.out`, each
+/// record of `recs` over its sender's or its connector's limit (admission
+/// then skips it), counts it, and tells a limited sender once.
+void rate_limit_records(switchboard_ptr self, ingest_batch& b,
+                        const std::vector<inbox_record>& recs);
+
+/// The error of a record's failed ingest for a single-record answer (a
+/// rate-limit refusal keeps its Retry-After).
+caf::error ingest_error(append_result& r);
 
 /// Clean shutdown (`drain_atom`, defined in switchboard_drain.cpp): releases
 /// the inbox leases of every request tracked, fenced by token; answers how

@@ -13,6 +13,8 @@ std::vector<inbox_record> ingest_admission::admit(
     b.out[i].error_message = std::move(msg);
   };
   for (size_t i = 0; i < recs.size(); ++i) {
+    if (b.out[i].error_code != 0)
+      continue; // refused before admission (a rate limit)
     if (draining) {
       refuse(i, butlers_errc::draining, "the node is shutting down");
       continue;

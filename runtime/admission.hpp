@@ -44,9 +44,10 @@ class ingest_admission {
   }
 
   /// Admits each record of `recs` in order into `b` (whose `out` has one
-  /// slot per record): refused ones get `draining` or `overload_rejected`
-  /// in `b.out`, admitted ones are moved to the result. Returns how many
-  /// were refused for want of room in `*overloaded`.
+  /// slot per record; a slot that carries an error already is skipped,
+  /// e.g. a rate-limit refusal): refused ones get `draining` or
+  /// `overload_rejected` in `b.out`, admitted ones are moved to the result.
+  /// Returns how many were refused for want of room in `*overloaded`.
   std::vector<inbox_record> admit(ingest_batch& b,
                                   std::vector<inbox_record>& recs,
                                   bool draining, uint64_t* overloaded);

@@ -120,6 +120,14 @@ void read_cluster(parser& p, const toml::table& t, cluster_config& c) {
   s.finish();
 }
 
+void read_rate_limits(parser& p, const toml::table& t, rate_limits_config& c) {
+  section s{p, t, "rate_limits"};
+  read_fields(s, rate_limit_fields(), c);
+  read_plain_array(s, "tier", "rate_limits.tier", rate_limit_tier_fields(),
+                   c.tiers);
+  s.finish();
+}
+
 void read_root(parser& p, const toml::table& root) {
   auto& out = p.settings;
   section s{p, root, ""};
@@ -154,6 +162,8 @@ void read_root(parser& p, const toml::table& root) {
     read_table(p, *t, "tools", tool_fields(), out.tools);
   if (auto t = s.table("attachments"))
     read_table(p, *t, "attachments", attachment_fields(), out.attachments);
+  if (auto t = s.table("rate_limits"))
+    read_rate_limits(p, *t, out.rate_limits);
   s.finish();
 }
 
@@ -256,15 +266,24 @@ bool operator==(const attachment_limits& x, const attachment_limits& y) {
   return equal_fields(attachment_fields(), x, y);
 }
 
+bool operator==(const rate_limit_tier& x, const rate_limit_tier& y) {
+  return equal_fields(rate_limit_tier_fields(), x, y);
+}
+
+bool operator==(const rate_limits_config& x, const rate_limits_config& y) {
+  return equal_fields(rate_limit_fields(), x, y) && x.tiers == y.tiers;
+}
+
 bool operator==(const node_settings& x, const node_settings& y) {
   return std::tie(x.node, x.database, x.http, x.switchboard, x.router,
                   x.policies, x.budgets, x.butlers, x.messenger, x.connectors,
                   x.cluster, x.scheduler, x.threads, x.connector_stats,
-                  x.telemetry, x.tools, x.attachments)
+                  x.telemetry, x.tools, x.attachments, x.rate_limits)
          == std::tie(y.node, y.database, y.http, y.switchboard, y.router,
                      y.policies, y.budgets, y.butlers, y.messenger,
                      y.connectors, y.cluster, y.scheduler, y.threads,
-                     y.connector_stats, y.telemetry, y.tools, y.attachments);
+                     y.connector_stats, y.telemetry, y.tools, y.attachments,
+                     y.rate_limits);
 }
 
 bool cluster_config::hosts(const std::string& name) const {
@@ -515,6 +534,11 @@ std::string to_toml(const node_settings& s) {
   out << "\n[tools]\n" << print_fields(tool_fields(), s.tools);
   out << "\n[attachments]\n"
       << print_fields(attachment_fields(), s.attachments);
+  out << "\n[rate_limits]\n"
+      << print_fields(rate_limit_fields(), s.rate_limits);
+  for (auto& t : s.rate_limits.tiers)
+    out << "[[rate_limits.tier]]\n"
+        << print_fields(rate_limit_tier_fields(), t);
   for (auto& b : s.butlers) {
     out << "\n[[butler]]\n" << print_fields(butler_fields(), b);
     out << "[butler.runtime]\n" << print_fields(runtime_fields(), b.runtime);

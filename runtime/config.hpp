@@ -11,6 +11,7 @@
 
 #include "runtime/attachments.hpp"
 #include "runtime/config_enums.hpp"
+#include "runtime/rate_limit.hpp"
 
 namespace butlers {
 
@@ -765,6 +766,9 @@ struct node_settings {
   /// `[attachments]`: the caps and retention of attachments
   /// (runtime/attachments.md).
   attachment_limits attachments;
+  /// `[rate_limits]`: token buckets per sender and per connector at ingest
+  /// (runtime/rate_limit.md).
+  rate_limits_config rate_limits;
   /// File the settings were read from; "" when not from a file.
   std::string path;
   /// Where each key and table was written, by dotted key ("http.bind",
@@ -801,6 +805,8 @@ bool operator==(const connectors_config& x, const connectors_config& y);
 
 bool operator==(const telemetry_config& x, const telemetry_config& y);
 bool operator==(const attachment_limits& x, const attachment_limits& y);
+bool operator==(const rate_limit_tier& x, const rate_limit_tier& y);
+bool operator==(const rate_limits_config& x, const rate_limits_config& y);
 
 /// Compares every section; `path` and `positions` (where the settings came
 /// from, not what they are) are ignored.

@@ -861,6 +861,8 @@ std::vector<section_reference> config_reference() {
 
     reference_of("[telemetry]", telemetry_fields()),
     reference_of("[attachments]", attachment_fields()),
+    reference_of("[rate_limits]", rate_limit_fields()),
+    reference_of("[[rate_limits.tier]]", rate_limit_tier_fields()),
   };
 }
 

@@ -414,4 +414,8 @@ const fields<telemetry_config>& telemetry_fields();
 /// `[attachments]` (runtime/attachments.md).
 const fields<attachment_limits>& attachment_fields();
 
+/// `[rate_limits]` and its `[[rate_limits.tier]]` (runtime/rate_limit.md).
+const fields<rate_limits_config>& rate_limit_fields();
+const fields<rate_limit_tier>& rate_limit_tier_fields();
+
 } // namespace butlers::config_detail

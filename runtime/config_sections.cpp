@@ -1,5 +1,6 @@
-// The fields of `[attachments]` and `[telemetry]` (config/README.md). Apart
-// from config_fields.cpp, which would outgrow the line cap.
+// The fields of `[attachments]`, `[telemetry]` and `[rate_limits]`
+// (config/README.md). Apart from config_fields.cpp, which would outgrow the
+// line cap.
 
 #include "runtime/config_fields.hpp"
 
@@ -44,6 +45,55 @@ const fields<telemetry_config>& telemetry_fields() {
     text("headers_env", &c::headers_env,
          "environment variable with extra export headers "
          "(Name=value, comma separated), e.g. an API key"),
+  };
+  return list;
+}
+
+// -- [rate_limits] ------------------------------------------------------------
+
+const fields<rate_limits_config>& rate_limit_fields() {
+  using c = rate_limits_config;
+  static const fields<c> list{
+    integer("per_sender_per_minute", &c::per_sender_per_minute, 0, 100000,
+            "messages a minute one sender (channel:identity) may send; "
+            "0: no per-sender limit"),
+    integer("sender_burst", &c::sender_burst, 1, 100000,
+            "messages a sender may send at once after a quiet time"),
+    integer("per_connector_per_second", &c::per_connector_per_second, 0,
+            1000000,
+            "messages a second one connector (channel:endpoint_identity) "
+            "may bring; 0: no per-connector limit"),
+    integer("connector_burst", &c::connector_burst, 1, 1000000,
+            "messages a connector may bring at once after a quiet time"),
+    integer("max_buckets", &c::max_buckets, 100, 10000000,
+            "buckets kept; the least recently used is dropped (counted)"),
+    flag("notify", &c::notify,
+         "tell a limited sender once per limited period when it is taken "
+         "again"),
+  };
+  return list;
+}
+
+const fields<rate_limit_tier>& rate_limit_tier_fields() {
+  using c = rate_limit_tier;
+  static const fields<c> list{
+    text("name", &c::name, "the tier's name, in answers and logs").required(),
+    text("channel", &c::channel,
+         "every sender of this channel not listed in a tier (set this or "
+         "senders)",
+         [](const std::string& x) {
+           return x.empty() ? std::string{}
+                            : choice_of(
+                              {"telegram", "slack", "email", "api", "mcp"})(x);
+         }),
+    texts("senders", &c::senders,
+          "channel:identity of each sender of this tier (set this or "
+          "channel)"),
+    integer("per_sender_per_minute", &c::per_sender_per_minute, 0, 100000,
+            "messages a minute each sender of the tier may send; 0: no limit")
+      .required(),
+    integer("sender_burst", &c::sender_burst, 1, 100000,
+            "messages a sender of the tier may send at once"),
   };
   return list;
 }

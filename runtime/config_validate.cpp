@@ -370,6 +370,44 @@ void check_messenger_and_connectors(checker& c) {
   }
 }
 
+/// Each [[rate_limits.tier]] names a channel or senders (`channel:identity`,
+/// each in one tier only), and a channel has at most one tier.
+void check_rate_limit_tiers(checker& c) {
+  auto& tiers = c.s.rate_limits.tiers;
+  static const std::vector<std::string> channels{"telegram", "slack", "email",
+                                                 "api", "mcp"};
+  for (size_t i = 0; i < tiers.size(); ++i) {
+    auto& t = tiers[i];
+    auto prefix = "rate_limits.tier[" + std::to_string(i) + "]";
+    c.unique_name(tiers, i, "rate_limits.tier", "tier");
+    c.unique(tiers, i, "rate_limits.tier", &rate_limit_tier::channel, "channel",
+             "channel tier");
+    if (t.channel.empty() == t.senders.empty())
+      c.error(c.where({prefix + ".channel", prefix + ".senders", prefix}),
+              prefix,
+              "set exactly one of channel (every sender of a channel) and "
+              "senders (the senders listed)");
+    for (size_t k = 0; k < t.senders.size(); ++k) {
+      auto key = prefix + ".senders[" + std::to_string(k) + "]";
+      auto& x = t.senders[k];
+      auto colon = x.find(':');
+      auto ch = x.substr(0, colon);
+      if (colon == std::string::npos || colon + 1 == x.size()
+          || std::find(channels.begin(), channels.end(), ch) == channels.end())
+        c.error(c.where({prefix + ".senders", prefix}), key,
+                "'" + x
+                  + "' is not channel:identity with a channel of "
+                    "telegram, slack, email, api, mcp");
+      for (size_t j = 0; j < i; ++j)
+        if (std::find(tiers[j].senders.begin(), tiers[j].senders.end(), x)
+            != tiers[j].senders.end())
+          c.error(c.where({prefix + ".senders", prefix}), key,
+                  "sender '" + x + "' is in tier '" + tiers[j].name
+                    + "' already");
+    }
+  }
+}
+
 void check_cluster(checker& c) {
   auto& s = c.s;
   auto& cl = s.cluster;
@@ -452,6 +490,7 @@ std::vector<config_error> validate_settings(const node_settings& s) {
   check_butlers(c);
   check_messenger_and_connectors(c);
   check_cluster(c);
+  check_rate_limit_tiers(c);
   std::stable_sort(c.errors.begin(), c.errors.end(),
                    [](const config_error& x, const config_error& y) {
                      return std::tie(x.line, x.column)

@@ -43,6 +43,7 @@ const char* to_string(submit_status x) {
     case submit_status::invalid: return "invalid";
     case submit_status::unavailable: return "unavailable";
     case submit_status::refused: return "refused";
+    case submit_status::rate_limited: return "rate_limited";
   }
   return "unknown";
 }

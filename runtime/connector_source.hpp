@@ -36,8 +36,14 @@ enum class submit_status : uint8_t {
   /// switchboard restarts. Retry later (counted `errors`).
   unavailable,
   /// Nothing stored: `max_in_flight` envelopes of this connector wait for
-  /// their commit already (counted `refused`). Retry when one finished.
+  /// their commit already, or the connector is over its rate limit
+  /// (counted `refused`). Retry when one finished.
   refused,
+  /// Nothing stored: the sender is over its rate limit
+  /// (runtime/rate_limit.md). Settled: the source forgets the envelope (a
+  /// Maildir quarantines the mail), and the sender was told once, through
+  /// the messenger, when it is taken again.
+  rate_limited,
 };
 
 /// "accepted", "deduped", ...
@@ -54,7 +60,8 @@ struct submit_outcome {
   /// The source may forget the envelope: it is stored, or can never be.
   bool settled() const {
     return status == submit_status::accepted || status == submit_status::deduped
-           || status == submit_status::invalid;
+           || status == submit_status::invalid
+           || status == submit_status::rate_limited;
   }
 };
 

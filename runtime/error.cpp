@@ -38,6 +38,8 @@ const char* to_string(butlers_errc x) {
     case butlers_errc::unsupported_media_type: return "unsupported_media_type";
     case butlers_errc::not_found: return "not_found";
     case butlers_errc::invalid_config: return "invalid_config";
+    case butlers_errc::sender_rate_limited: return "sender_rate_limited";
+    case butlers_errc::connector_rate_limited: return "connector_rate_limited";
   }
   return "internal_error";
 }
@@ -59,6 +61,9 @@ butlers_errc error_class(butlers_errc x) {
     case butlers_errc::unsupported_media_type:
     case butlers_errc::not_found:
     case butlers_errc::invalid_config: return butlers_errc::validation_error;
+    case butlers_errc::sender_rate_limited:
+    case butlers_errc::connector_rate_limited:
+      return butlers_errc::overload_rejected;
     case butlers_errc::conflict: return butlers_errc::internal_error;
   }
   return butlers_errc::internal_error;
@@ -81,7 +86,9 @@ int http_status(butlers_errc x) {
     case butlers_errc::conflict: return 409;
     case butlers_errc::payload_too_large: return 413;
     case butlers_errc::unsupported_media_type: return 415;
-    case butlers_errc::overload_rejected: return 429;
+    case butlers_errc::overload_rejected:
+    case butlers_errc::sender_rate_limited:
+    case butlers_errc::connector_rate_limited: return 429;
     case butlers_errc::target_unavailable:
     case butlers_errc::database_unavailable:
     case butlers_errc::draining: return 503;
@@ -114,9 +121,24 @@ std::string message_of(const caf::error& err) {
   if (!err)
     return {};
   auto& ctx = err.context();
-  if (ctx.size() == 1 && ctx.match_element<std::string>(0))
+  if ((ctx.size() == 1 || ctx.size() == 2) && ctx.match_element<std::string>(0))
     return ctx.get_as<std::string>(0);
   return {};
+}
+
+caf::error rate_limited_error(butlers_errc code, std::string message,
+                              uint32_t retry_after_s) {
+  return caf::error{static_cast<uint8_t>(code), caf::atom("butlers"),
+                    caf::make_message(std::move(message), retry_after_s)};
+}
+
+uint32_t retry_after_of(const caf::error& err) {
+  if (!err || err.category() != caf::atom("butlers"))
+    return 0;
+  auto& ctx = err.context();
+  if (ctx.size() == 2 && ctx.match_element<uint32_t>(1))
+    return ctx.get_as<uint32_t>(1);
+  return 0;
 }
 
 } // namespace butlers

@@ -50,6 +50,12 @@ enum class butlers_errc : uint8_t {
   not_found,
   /// A configuration file or value is invalid.
   invalid_config,
+  /// A sender is over its rate limit at ingest (maps to overload_rejected,
+  /// HTTP 429 with the bucket's Retry-After; runtime/rate_limit.md).
+  sender_rate_limited,
+  /// A connector (channel and endpoint) is over its rate limit at ingest
+  /// (maps to overload_rejected, HTTP 429 with Retry-After).
+  connector_rate_limited,
 };
 
 /// Returns the enumerator's name, e.g. "validation_error".
@@ -71,6 +77,20 @@ int http_status(butlers_errc x);
 /// categories (CAF's own, e.g. request_timeout, map to `timeout`;
 /// request_receiver_down to `target_unavailable`).
 butlers_errc code_of(const caf::error& err);
+
+/// A rate-limit refusal: `code` with its message and the seconds until the
+/// bucket takes a message again (read back with `retry_after_of`).
+caf::error rate_limited_error(butlers_errc code, std::string message,
+                              uint32_t retry_after_s);
+
+/// The seconds of a `rate_limited_error`; 0 for any other error.
+uint32_t retry_after_of(const caf::error& err);
+
+/// Whether `code` is one of the rate-limit refusals.
+inline bool is_rate_limited(butlers_errc code) {
+  return code == butlers_errc::sender_rate_limited
+         || code == butlers_errc::connector_rate_limited;
+}
 
 /// Extracts the human-readable context string stored by `make_error` calls
 /// of the form `caf::error{code, "text"}`; empty if none.

@@ -85,6 +85,8 @@ http_reply failure_reply(const caf::error& err) {
   auto msg = message_of(err);
   if (msg.empty())
     msg = to_string(code_of(err));
+  if (is_rate_limited(code_of(err)))
+    return rate_limited_reply(code_of(err), msg, retry_after_of(err));
   return error_reply(code_of(err), msg);
 }
 
@@ -206,8 +208,29 @@ http_reply ingest_reply(const append_result& res) {
 http_reply ingest_result_reply(const append_result& res) {
   if (res.error_code == 0)
     return ingest_reply(res);
-  return ingest_failure_reply(static_cast<butlers_errc>(res.error_code),
-                              res.error_message);
+  auto code = static_cast<butlers_errc>(res.error_code);
+  if (is_rate_limited(code))
+    return rate_limited_reply(code, res.error_message, res.retry_after_s);
+  return ingest_failure_reply(code, res.error_message);
+}
+
+http_reply rate_limited_reply(butlers_errc code, const std::string& message,
+                              uint32_t retry_after_s) {
+  auto scope = code == butlers_errc::sender_rate_limited ? "sender"
+                                                         : "connector";
+  auto r = error_reply(code, message,
+                       R"([{"limit":"rate_limit","scope":")"
+                         + std::string{scope} + R"(","retry_after_s":)"
+                         + std::to_string(retry_after_s) + "}]");
+  r.retry_after_s = retry_after_s;
+  return r;
+}
+
+http_reply ingest_failure_reply(const caf::error& err) {
+  auto code = code_of(err);
+  if (is_rate_limited(code))
+    return rate_limited_reply(code, message_of(err), retry_after_of(err));
+  return ingest_failure_reply(code, message_of(err));
 }
 
 http_reply ingest_failure_reply(butlers_errc code, std::string message) {

@@ -31,8 +31,10 @@ struct http_reply {
   std::string content_type = "application/json";
   /// `Cache-Control: no-store`, on the answers that report current state.
   bool no_store = false;
-  /// `Retry-After: 1`, on answers that say "try again soon".
+  /// `Retry-After`, on answers that say "try again soon": 1 second, or
+  /// `retry_after_s` when set (a rate limit's bucket).
   bool retry_after = false;
+  uint32_t retry_after_s = 0;
   /// `WWW-Authenticate: Bearer realm="butlers"`, on 401.
   bool bearer_challenge = false;
   /// Further headers, name and value (the dashboard's ETag, CSP, ...).
@@ -131,6 +133,15 @@ http_reply ingest_result_reply(const append_result& res);
 /// POST /v1/ingest, refused by the switchboard or the commit: `message`,
 /// or the code's name when empty.
 http_reply ingest_failure_reply(butlers_errc code, std::string message);
+
+/// 429 for a record over a rate limit: `Retry-After: retry_after_s`, and
+/// the limit's scope and wait in the body's `details`.
+http_reply rate_limited_reply(butlers_errc code, const std::string& message,
+                              uint32_t retry_after_s);
+
+/// An ingest failure from an actor round trip (a connector's): its code
+/// and message, and a rate limit's Retry-After.
+http_reply ingest_failure_reply(const caf::error& err);
 
 /// POST /v1/ingest with no answer within `http.request_timeout_ms`.
 http_reply ingest_timeout_reply();

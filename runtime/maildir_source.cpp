@@ -13,7 +13,10 @@ mail_submit_result mail_verdict(const submit_outcome& out) {
   switch (out.status) {
     case submit_status::accepted:
     case submit_status::deduped: return {mail_submit::stored, out.request_id};
-    case submit_status::invalid: return {mail_submit::invalid, out.message};
+    case submit_status::invalid:
+    // Kept in quarantine/ with the reason; the sender was told once.
+    case submit_status::rate_limited:
+      return {mail_submit::invalid, out.message};
     default: return {mail_submit::later, out.message};
   }
 }

@@ -74,6 +74,9 @@ struct append_result {
   /// instead.
   uint8_t error_code = 0;
   std::string error_message;
+  /// With a rate-limit refusal: seconds until the limit takes a message
+  /// again (the HTTP answer's Retry-After); else 0.
+  uint32_t retry_after_s = 0;
 };
 
 /// A stored (or deduplicated) record's result.
@@ -87,7 +90,7 @@ inline append_result stored_as(std::string request_id, bool duplicate) {
 template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, append_result& x) {
   return f(caf::meta::type_name("append_result"), x.request_id, x.duplicate,
-           x.error_code, x.error_message);
+           x.error_code, x.error_message, x.retry_after_s);
 }
 
 /// A reference to a stored inbox row: enough to find it in its partition.

@@ -437,6 +437,8 @@ TEST(MaildirSource, TheIngestAnswerMapsOntoTheVerdict) {
   EXPECT_EQ(v(submit_status::invalid), mail_submit::invalid);
   EXPECT_EQ(v(submit_status::unavailable), mail_submit::later);
   EXPECT_EQ(v(submit_status::refused), mail_submit::later);
+  // A sender over its rate limit: kept in quarantine/, the sender told.
+  EXPECT_EQ(v(submit_status::rate_limited), mail_submit::invalid);
 }
 
 TEST(MaildirSource, PollsNewUntilStoppedAndCountsWhatItCannotRead) {
