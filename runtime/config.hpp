@@ -11,6 +11,7 @@
 
 #include "runtime/attachments.hpp"
 #include "runtime/config_enums.hpp"
+#include "runtime/retention.hpp"
 
 namespace butlers {
 
@@ -765,6 +766,9 @@ struct node_settings {
   /// `[attachments]`: the caps and retention of attachments
   /// (runtime/attachments.md).
   attachment_limits attachments;
+  /// `[retention]`: how long people's data is kept (runtime/retention.md).
+  /// `attachment_days` and `attachments.retention_days` are one setting.
+  retention_config retention;
   /// File the settings were read from; "" when not from a file.
   std::string path;
   /// Where each key and table was written, by dotted key ("http.bind",
@@ -801,6 +805,7 @@ bool operator==(const connectors_config& x, const connectors_config& y);
 
 bool operator==(const telemetry_config& x, const telemetry_config& y);
 bool operator==(const attachment_limits& x, const attachment_limits& y);
+bool operator==(const retention_config& x, const retention_config& y);
 
 /// Compares every section; `path` and `positions` (where the settings came
 /// from, not what they are) are ignored.

@@ -861,6 +861,7 @@ std::vector<section_reference> config_reference() {
 
     reference_of("[telemetry]", telemetry_fields()),
     reference_of("[attachments]", attachment_fields()),
+    reference_of("[retention]", retention_fields()),
   };
 }
 

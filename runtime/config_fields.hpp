@@ -414,4 +414,7 @@ const fields<telemetry_config>& telemetry_fields();
 /// `[attachments]` (runtime/attachments.md).
 const fields<attachment_limits>& attachment_fields();
 
+/// `[retention]` (runtime/retention.md).
+const fields<retention_config>& retention_fields();
+
 } // namespace butlers::config_detail
