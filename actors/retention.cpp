@@ -76,8 +76,9 @@ void log_pass(retention_state& st, bool ok) {
                  key.second == "redact" ? "redacted" : "deleted", n, key.first);
   }
   if (ok)
-    spdlog::info("retention: pass done in {} ms, {} batch(es), {} row(s)", took,
-                 st.pass->batches(), total);
+    spdlog::log(total > 0 ? spdlog::level::info : spdlog::level::debug,
+                "retention: pass done in {} ms, {} batch(es), {} row(s)", took,
+                st.pass->batches(), total);
   else
     spdlog::warn("retention: pass ended early after {} ms, {} row(s)", took,
                  total);
