@@ -94,6 +94,14 @@ using db_reader_actor = caf::typed_actor<
 /// `accepted` rows older than `scanner_grace_s` and `progress` rows whose
 /// lease expired, and offers them to the switchboard. Reads only, detached,
 /// with its own connection.
+/// The retention of people's data (actors/retention.hpp,
+/// runtime/retention.md): a pass at start, then one every `[retention]
+/// interval_s`, batch by batch on a connection of its own.
+using retention_actor = caf::typed_actor<
+  /// INTERNAL: runs the next batch of the current pass, or starts a pass;
+  /// a timer whose token is no longer the current one is ignored.
+  caf::reacts_to<schedule_atom, uint64_t>>;
+
 using inbox_scanner_actor = caf::typed_actor<
   /// INTERNAL: runs one sweep and schedules the next; a timer whose token
   /// is no longer the current one is ignored.

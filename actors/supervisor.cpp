@@ -20,6 +20,7 @@
 #include "actors/inbox_writer.hpp"
 #include "actors/messenger.hpp"
 #include "actors/registry.hpp"
+#include "actors/retention.hpp"
 #include "actors/switchboard.hpp"
 #include "actors/thread_directory.hpp"
 #include "actors/tool_server.hpp"
@@ -121,6 +122,11 @@ void start_group(supervisor_ptr self) {
                                                   s.connector_stats, st.writer,
                                                   st.reader, st.ctx);
     st.ctx->set_connector_stats(st.connector_stats);
+    if (s.retention.enabled)
+      st.retention = self->spawn<caf::detached + caf::linked>(retention,
+                                                              s.retention,
+                                                              s.database,
+                                                              st.ctx);
     start_connectors(self);
   }
   cluster_hello hello;
@@ -198,6 +204,7 @@ bool is_child(supervisor_ptr self, const caf::actor_addr& addr) {
   return (st.writer && addr == st.writer.address())
          || (st.switchboard && addr == st.switchboard.address())
          || (st.scanner && addr == st.scanner.address())
+         || (st.retention && addr == st.retention.address())
          || (st.registry && addr == st.registry.address())
          || (st.reader && addr == st.reader.address())
          || (st.threads && addr == st.threads.address())
@@ -298,6 +305,7 @@ supervisor_actor::behavior_type supervisor(
     self->send_exit(st.writer, caf::exit_reason::kill);
     self->send_exit(st.switchboard, caf::exit_reason::kill);
     self->send_exit(st.scanner, caf::exit_reason::kill);
+    self->send_exit(st.retention, caf::exit_reason::kill);
     self->send_exit(st.registry, caf::exit_reason::kill);
     self->send_exit(st.reader, caf::exit_reason::kill);
     for (auto& b : st.butlers)
@@ -305,6 +313,7 @@ supervisor_actor::behavior_type supervisor(
     st.writer = nullptr;
     st.switchboard = nullptr;
     st.scanner = nullptr;
+    st.retention = nullptr;
     st.registry = nullptr;
     st.reader = nullptr;
     st.threads = nullptr;

@@ -29,6 +29,9 @@ struct supervisor_state {
   std::vector<connector_actor> connectors;
   /// Connector heartbeats and rollups (switchboard nodes only).
   connector_stats_actor connector_stats;
+  /// The retention of people's data (switchboard nodes with `[retention]
+  /// enabled`).
+  retention_actor retention;
   /// The tool server of this node's sessions.
   tool_server_actor tools;
   /// Consecutive restarts, for the backoff.

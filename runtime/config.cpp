@@ -128,6 +128,29 @@ void read_rate_limits(parser& p, const toml::table& t, rate_limits_config& c) {
   s.finish();
 }
 
+/// `retention.attachment_days` and `attachments.retention_days` are one
+/// setting: whichever is written sets both; both written must agree.
+void merge_attachment_days(parser& p) {
+  auto& out = p.settings;
+  auto& pos = out.positions;
+  auto r = pos.find("retention.attachment_days");
+  auto a = pos.find("attachments.retention_days");
+  if (r == pos.end()) {
+    out.retention.attachment_days = out.attachments.retention_days;
+    return;
+  }
+  if (a != pos.end()
+      && out.retention.attachment_days != out.attachments.retention_days) {
+    p.error(r->second, "retention.attachment_days",
+            "must equal attachments.retention_days (one setting; "
+              + std::to_string(out.retention.attachment_days)
+              + " != " + std::to_string(out.attachments.retention_days)
+              + "): set only one of them");
+    return;
+  }
+  out.attachments.retention_days = out.retention.attachment_days;
+}
+
 void read_root(parser& p, const toml::table& root) {
   auto& out = p.settings;
   section s{p, root, ""};
@@ -164,7 +187,10 @@ void read_root(parser& p, const toml::table& root) {
     read_table(p, *t, "attachments", attachment_fields(), out.attachments);
   if (auto t = s.table("rate_limits"))
     read_rate_limits(p, *t, out.rate_limits);
+  if (auto t = s.table("retention"))
+    read_table(p, *t, "retention", retention_fields(), out.retention);
   s.finish();
+  merge_attachment_days(p);
 }
 
 bool by_position(const config_error& x, const config_error& y) {
@@ -274,16 +300,21 @@ bool operator==(const rate_limits_config& x, const rate_limits_config& y) {
   return equal_fields(rate_limit_fields(), x, y) && x.tiers == y.tiers;
 }
 
+bool operator==(const retention_config& x, const retention_config& y) {
+  return equal_fields(retention_fields(), x, y);
+}
+
 bool operator==(const node_settings& x, const node_settings& y) {
   return std::tie(x.node, x.database, x.http, x.switchboard, x.router,
                   x.policies, x.budgets, x.butlers, x.messenger, x.connectors,
                   x.cluster, x.scheduler, x.threads, x.connector_stats,
-                  x.telemetry, x.tools, x.attachments, x.rate_limits)
+                  x.telemetry, x.tools, x.attachments, x.rate_limits,
+                  x.retention)
          == std::tie(y.node, y.database, y.http, y.switchboard, y.router,
                      y.policies, y.budgets, y.butlers, y.messenger,
                      y.connectors, y.cluster, y.scheduler, y.threads,
                      y.connector_stats, y.telemetry, y.tools, y.attachments,
-                     y.rate_limits);
+                     y.rate_limits, y.retention);
 }
 
 bool cluster_config::hosts(const std::string& name) const {
@@ -539,6 +570,7 @@ std::string to_toml(const node_settings& s) {
   for (auto& t : s.rate_limits.tiers)
     out << "[[rate_limits.tier]]\n"
         << print_fields(rate_limit_tier_fields(), t);
+  out << "\n[retention]\n" << print_fields(retention_fields(), s.retention);
   for (auto& b : s.butlers) {
     out << "\n[[butler]]\n" << print_fields(butler_fields(), b);
     out << "[butler.runtime]\n" << print_fields(runtime_fields(), b.runtime);

@@ -12,6 +12,7 @@
 #include "runtime/attachments.hpp"
 #include "runtime/config_enums.hpp"
 #include "runtime/rate_limit.hpp"
+#include "runtime/retention.hpp"
 
 namespace butlers {
 
@@ -769,6 +770,9 @@ struct node_settings {
   /// `[rate_limits]`: token buckets per sender and per connector at ingest
   /// (runtime/rate_limit.md).
   rate_limits_config rate_limits;
+  /// `[retention]`: how long people's data is kept (runtime/retention.md).
+  /// `attachment_days` and `attachments.retention_days` are one setting.
+  retention_config retention;
   /// File the settings were read from; "" when not from a file.
   std::string path;
   /// Where each key and table was written, by dotted key ("http.bind",
@@ -807,6 +811,7 @@ bool operator==(const telemetry_config& x, const telemetry_config& y);
 bool operator==(const attachment_limits& x, const attachment_limits& y);
 bool operator==(const rate_limit_tier& x, const rate_limit_tier& y);
 bool operator==(const rate_limits_config& x, const rate_limits_config& y);
+bool operator==(const retention_config& x, const retention_config& y);
 
 /// Compares every section; `path` and `positions` (where the settings came
 /// from, not what they are) are ignored.

@@ -863,6 +863,7 @@ std::vector<section_reference> config_reference() {
     reference_of("[attachments]", attachment_fields()),
     reference_of("[rate_limits]", rate_limit_fields()),
     reference_of("[[rate_limits.tier]]", rate_limit_tier_fields()),
+    reference_of("[retention]", retention_fields()),
   };
 }
 

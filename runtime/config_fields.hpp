@@ -417,5 +417,7 @@ const fields<attachment_limits>& attachment_fields();
 /// `[rate_limits]` and its `[[rate_limits.tier]]` (runtime/rate_limit.md).
 const fields<rate_limits_config>& rate_limit_fields();
 const fields<rate_limit_tier>& rate_limit_tier_fields();
+/// `[retention]` (runtime/retention.md).
+const fields<retention_config>& retention_fields();
 
 } // namespace butlers::config_detail

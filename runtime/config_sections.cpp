@@ -98,4 +98,39 @@ const fields<rate_limit_tier>& rate_limit_tier_fields() {
   return list;
 }
 
+// -- [retention] --------------------------------------------------------------
+
+const fields<retention_config>& retention_fields() {
+  using c = retention_config;
+  static const fields<c> list{
+    flag("enabled", &c::enabled,
+         "prune people's data at start and then every interval_s"),
+    integer("interval_s", &c::interval_s, 1, 86400,
+            "seconds from the end of one retention pass to the next"),
+    integer("content_days", &c::content_days, 0, 3650,
+            "days the text of a finished request is kept (envelopes, "
+            "prompts, responses, transcripts, ledger texts); 0: redacted "
+            "at the next pass"),
+    integer("audit_days", &c::audit_days, 0, 3650,
+            "days audit rows are kept (transitions, routing attempts, "
+            "operator actions, tool calls, dead letters, approvals, ended "
+            "runs, plans)"),
+    integer("usage_days", &c::usage_days, 0, 3650,
+            "days per-day usage and finished work items are kept"),
+    integer("ledger_days", &c::ledger_days, 0, 3650,
+            "days settled outbound sends are kept in the ledger"),
+    integer("attachment_days", &c::attachment_days, 1, 3650,
+            "days an attachment is kept after it was last stored; the same "
+            "setting as attachments.retention_days"),
+    integer("state_days", &c::state_days, 1, 3650,
+            "days a key of a butler's tool state is kept after its last "
+            "write"),
+    integer("batch_rows", &c::batch_rows, 1, 100000,
+            "most rows one retention statement touches per table"),
+    integer("pause_ms", &c::pause_ms, 0, 60000,
+            "pause between two retention batches"),
+  };
+  return list;
+}
+
 } // namespace butlers::config_detail

@@ -2,12 +2,15 @@
 -- the same request_id; its failed and skipped subrequests start a new
 -- round of attempts, the succeeded ones are kept; its dead letters are
 -- marked replayed. Idempotent: anything but an errored request is refused
--- (and the refusal audited too). $1 request_id, $2 who, $3 why.
+-- (and the refusal audited too), as is one whose text the retention has
+-- redacted (runtime/retention.md): there is nothing left to run.
+-- $1 request_id, $2 who, $3 why.
 -- Returns received_at (Unix µs) and how many subrequests run again, when
 -- replayed; no row when refused.
 WITH target AS (
   SELECT request_id, received_at FROM message_inbox
   WHERE request_id = $1::uuid AND lifecycle_state = 'errored'
+    AND raw_payload <> ''
   FOR UPDATE
 ), upd AS (
   UPDATE message_inbox m
