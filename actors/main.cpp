@@ -4,6 +4,8 @@
 //   butlers-node check-config FILE       validate, print the effective config
 //   butlers-node migrate --config FILE   apply the embedded migrations
 //   butlers-node replay --config FILE --request ID --who W --why TEXT
+//   butlers-node hash-token < TOKEN      SHA-256 of a token, for
+//                                        [[http.credential]] token_sha256
 //
 // Exit codes: see actors/node.hpp (and actors/README.md).
 
@@ -15,20 +17,15 @@
 
 #include "actors/node.hpp"
 #include "runtime/config.hpp"
+#include "runtime/http_auth.hpp"
 #include "runtime/log.hpp"
 
 namespace {
 
 /// Loads, overrides from the environment and validates; prints every error.
 std::optional<butlers::node_settings> load(const std::string& path) {
-  auto result = butlers::load_config(path);
-  auto errors = std::move(result.errors);
-  if (result.settings) {
-    auto env_errors = butlers::apply_env_overrides(*result.settings);
-    errors.insert(errors.end(), env_errors.begin(), env_errors.end());
-    auto cross = butlers::validate_settings(*result.settings);
-    errors.insert(errors.end(), cross.begin(), cross.end());
-  }
+  auto result = butlers::load_settings(path);
+  auto& errors = result.errors;
   if (!errors.empty() || !result.settings) {
     for (auto& e : errors)
       std::cerr << "config error: " << e.to_string() << "\n";
@@ -37,6 +34,20 @@ std::optional<butlers::node_settings> load(const std::string& path) {
     return std::nullopt;
   }
   return std::move(result.settings);
+}
+
+/// `hash-token`: the token comes on stdin, never on the command line, where
+/// other users could read it.
+int hash_token() {
+  std::string token;
+  if (!std::getline(std::cin, token) || token.empty()) {
+    std::cerr << "hash-token: give the token on standard input\n";
+    return butlers::exit_config;
+  }
+  if (!token.empty() && token.back() == '\r')
+    token.pop_back();
+  std::cout << butlers::sha256_hex(token) << "\n";
+  return butlers::exit_ok;
 }
 
 } // namespace
@@ -68,12 +79,18 @@ int main(int argc, char** argv) {
   replay->add_option("--request", request_id, "request id (UUID)")->required();
   replay->add_option("--who", who, "operator name, for the audit")->required();
   replay->add_option("--why", why, "reason, for the audit")->required();
+  auto hash = app.add_subcommand("hash-token",
+                                 "print the SHA-256 of the token read from "
+                                 "standard input (one line), for "
+                                 "[[http.credential]] token_sha256");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     auto rc = app.exit(e);
     return rc == 0 ? butlers::exit_ok : butlers::exit_config;
   }
+  if (hash->parsed())
+    return hash_token();
   auto settings = load(config_path);
   if (!settings)
     return butlers::exit_config;
