@@ -409,7 +409,7 @@ void http_api::thread_transcript(const http_call& call, http_responder& out,
 
 void http_api::run_cancel(const http_call&, http_responder& out,
                           const path_params& p) {
-  auto id = std::string{p["id"]};
+  auto id = std::string{p["run_id"]};
   if (!is_uuid(id))
     return out.now(bad_uuid_reply("run"));
   auto dir = directory();
@@ -421,7 +421,7 @@ void http_api::run_cancel(const http_call&, http_responder& out,
 
 void http_api::approval_post(const http_call& call, http_responder& out,
                              const path_params& p) {
-  auto run_id = std::string{p["id"]};
+  auto run_id = std::string{p["run_id"]};
   auto id = std::string{p["approval_id"]};
   if (!is_uuid(id))
     return out.now(error_reply(butlers_errc::not_found, "no approval " + id));

@@ -143,11 +143,11 @@ class http_api {
   void thread_transcript(const http_call& call, http_responder& out,
                          const path_params& p);
 
-  /// POST /v1/runs/{id}/cancel: an active or queued run.
+  /// POST /v1/runs/{run_id}/cancel: an active or queued run.
   void run_cancel(const http_call& call, http_responder& out,
                   const path_params& p);
 
-  /// POST /v1/runs/{id}/approvals/{approval_id}: the run's starter answers
+  /// POST /v1/runs/{run_id}/approvals/{approval_id}: the run's starter answers
   /// an approval question (runtime/approvals.md).
   void approval_post(const http_call& call, http_responder& out,
                      const path_params& p);

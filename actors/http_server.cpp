@@ -18,6 +18,7 @@
 #include "actors/dashboard_api.hpp"
 #include "actors/http_api.hpp"
 #include "actors/http_body_limit.hpp"
+#include "actors/http_guard.hpp"
 #include "actors/http_ingest_bridge.hpp"
 #include "actors/mcp_api.hpp"
 #include "actors/worker_api.hpp"
@@ -130,8 +131,8 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
   node_context_ptr ctx;
   supervisor_actor sup;
   uint16_t port = 0;
-  /// `Bearer <token>`, or empty when no token is configured.
-  std::string expected_auth;
+  /// Credentials and the check of each request against its route's roles.
+  http_guard guard;
   /// The endpoints that answer through an actor.
   http_api api;
   /// The routes that feed connectors.
@@ -158,12 +159,12 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
 
   // -- metrics ----------------------------------------------------------------
   counter& requests_total;
-  counter& unauthorized_total;
   histogram& accept_latency;
 
   impl(caf::actor_system& sys, const node_settings& settings,
        node_context_ptr ctx, supervisor_actor sup)
     : sys(sys), settings(settings), ctx(std::move(ctx)), sup(std::move(sup)),
+      guard(sys, this->settings, this->ctx),
       api(sys, this->settings, this->ctx),
       connectors(sys, this->settings, this->ctx),
       workers(sys, this->settings, this->ctx),
@@ -173,16 +174,11 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
       requests_total(
         this->ctx->metrics.get_counter("butlers_http_requests_total",
                                        "HTTP requests received")),
-      unauthorized_total(
-        this->ctx->metrics.get_counter("butlers_http_unauthorized_total",
-                                       "HTTP requests rejected for a missing "
-                                       "or wrong bearer token")),
       accept_latency(
         this->ctx->metrics
           .get_histogram("butlers_switchboard_ingress_accept_latency_ms",
                          "From receiving an ingest request to answering it")) {
-    if (!settings.http.token.empty())
-      expected_auth = "Bearer " + settings.http.token;
+    // nop
   }
 
   // -- writing answers --------------------------------------------------------
@@ -247,21 +243,51 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
     auto& head = req->header();
     auto method = parse_http_method(head.method().c_str());
     auto m = routes().match(method, head.path());
-    if (too_large(req)) {
-      // Not read to its end (see http_body_limit.hpp): the answer closes
-      // the connection with the rest of the body on it.
-    } else if ((!m.route || m.route->access == http_access::token)
-               && !bearer_matches(expected_auth,
-                                  header_of(req, restinio::http_field::
-                                                   authorization))) {
-      unauthorized_total.inc();
-      send(req, unauthorized_reply());
-    } else if (!m.route) {
-      send(req, no_route_reply(head.method().c_str(), head.path()));
-    } else {
-      m.route->handler(*this, sh, req, m.params);
-    }
+    // Too large: not read to its end (see http_body_limit.hpp), the answer
+    // closes the connection with the rest of the body on it.
+    if (too_large(req))
+      return restinio::request_accepted();
+    auto v = guard.check(m.route ? m.route->roles : http_roles::all(),
+                         m.route ? &m.params : nullptr, req->body(),
+                         header_of(req, restinio::http_field::authorization),
+                         head.method().c_str(), head.path());
+    if (v.refusal)
+      send(req, std::move(*v.refusal));
+    else if (v.lookup)
+      run_after(sh, req, std::move(v.lookup));
+    else
+      run(sh, req, m);
     return restinio::request_accepted();
+  }
+
+  /// Runs the route `m` found for `req` (404 when none did).
+  void run(shard& sh, const request_handle& req,
+           const route_match<handler>& m) {
+    if (!m.route)
+      return send(req, no_route_reply(req->header().method().c_str(),
+                                      req->header().path()));
+    m.route->handler(*this, sh, req, m.params);
+  }
+
+  /// Runs `req`'s route on its shard's thread once the guard's database
+  /// look-up allowed it; the request is in flight meanwhile.
+  void run_after(shard& sh, const request_handle& req,
+                 std::shared_ptr<http_guard::pending> p) {
+    enter();
+    guard.resolve(std::move(p), [srv = shared_from_this(), &sh,
+                                 req](std::optional<http_reply> no) {
+      asio::post(sh.ioctx, [srv, &sh, req, no = std::move(no)]() mutable {
+        if (no) {
+          srv->answer(req, std::move(*no));
+          return;
+        }
+        auto& head = req->header();
+        srv->run(sh, req,
+                 routes().match(parse_http_method(head.method().c_str()),
+                                head.path()));
+        srv->leave();
+      });
+    });
   }
 
   /// Answers 413 (and closes) when the request is over http.max_body_bytes.
@@ -291,58 +317,39 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
     (srv.*F)(sh, req, p);
   }
 
-  /// A route answered by the API, which sees the request as an `http_call`.
-  template<void (http_api::*F)(const http_call&, http_responder&,
-                               const path_params&)>
+  /// A handler of one of the APIs below, which sees the request as an
+  /// `http_call`.
+  template<class Api>
+  using api_fn = void (Api::*)(const http_call&, http_responder&,
+                               const path_params&);
+
+  /// The API a handler belongs to.
+  http_api& part(api_fn<http_api>) {
+    return api;
+  }
+  connector_api& part(api_fn<connector_api>) {
+    return connectors;
+  }
+  worker_api& part(api_fn<worker_api>) {
+    return workers;
+  }
+  dashboard_api& part(api_fn<dashboard_api>) {
+    return dashboard;
+  }
+  connector_stats_api& part(api_fn<connector_stats_api>) {
+    return conn_stats;
+  }
+  mcp_api& part(api_fn<mcp_api>) {
+    return mcp;
+  }
+
+  /// A route answered by `F` of one of the APIs (the API, connectors,
+  /// workers, the dashboard, connector statistics, MCP).
+  template<auto F>
   static void on_api(impl& srv, shard&, const request_handle& req,
                      const path_params& p) {
     responder out{srv, req};
-    (srv.api.*F)(call_of(req), out, p);
-  }
-
-  /// A route that feeds a connector, which sees the request the same way.
-  template<void (connector_api::*F)(const http_call&, http_responder&,
-                                    const path_params&)>
-  static void on_connector(impl& srv, shard&, const request_handle& req,
-                           const path_params& p) {
-    responder out{srv, req};
-    (srv.connectors.*F)(call_of(req), out, p);
-  }
-
-  /// A route of external workers, which sees the request the same way.
-  template<void (worker_api::*F)(const http_call&, http_responder&,
-                                 const path_params&)>
-  static void on_worker(impl& srv, shard&, const request_handle& req,
-                        const path_params& p) {
-    responder out{srv, req};
-    (srv.workers.*F)(call_of(req), out, p);
-  }
-
-  /// A route of the web dashboard, which sees the request the same way.
-  template<void (dashboard_api::*F)(const http_call&, http_responder&,
-                                    const path_params&)>
-  static void on_dashboard(impl& srv, shard&, const request_handle& req,
-                           const path_params& p) {
-    responder out{srv, req};
-    (srv.dashboard.*F)(call_of(req), out, p);
-  }
-
-  /// A connector heartbeat, rollup or dashboard route, the same way.
-  template<void (connector_stats_api::*F)(const http_call&, http_responder&,
-                                          const path_params&)>
-  static void on_stats(impl& srv, shard&, const request_handle& req,
-                       const path_params& p) {
-    responder out{srv, req};
-    (srv.conn_stats.*F)(call_of(req), out, p);
-  }
-
-  /// A route of the MCP endpoint, the same way.
-  template<void (mcp_api::*F)(const http_call&, http_responder&,
-                              const path_params&)>
-  static void on_mcp(impl& srv, shard&, const request_handle& req,
-                     const path_params& p) {
-    responder out{srv, req};
-    (srv.mcp.*F)(call_of(req), out, p);
+    (srv.part(F).*F)(call_of(req), out, p);
   }
 
   /// The request as an `http_call` (valid while `req` is).
@@ -392,6 +399,12 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
   /// GET /readyz.
   void readyz(shard&, const request_handle& req, const path_params&) {
     send(req, readyz_reply(ctx->status));
+  }
+
+  /// POST /v1/operator/credentials/reload.
+  void credentials_reload(shard&, const request_handle& req,
+                          const path_params&) {
+    send(req, http_guard::reload_reply(guard.reload()));
   }
 
   /// GET /metrics.
@@ -742,94 +755,106 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
 const http_route_table<http_server::impl::handler>& http_server::impl::
   routes() {
   using m = route_methods;
-  constexpr auto open = http_access::open;
-  constexpr auto token = http_access::token;
+  using r = http_role;
+  // Who may call each route (actors/README.md "Roles"): `open` asks no
+  // credential; the `[http] token` has every role.
+  constexpr auto open = http_roles::open();
+  constexpr auto ingest = http_roles{r::ingest};
+  constexpr auto worker = http_roles{r::worker};
+  constexpr auto operate = http_roles{r::operate};
+  constexpr auto read = http_roles{r::read};
+  constexpr auto thread = http_roles{r::thread};
+  constexpr auto thread_read = http_roles{r::thread, r::read};
+  constexpr auto thread_operate = http_roles{r::thread, r::operate};
+  constexpr auto read_operate = http_roles{r::read, r::operate};
   // The first row that fits a request wins; a row for `m::any` answers what
-  // the rows of its path above it refuse. No row fits: 404 (after the token
-  // check, so an unknown path tells nothing without it).
+  // the rows of its path above it refuse. No row fits: 404 (after the
+  // credential check, so an unknown path tells nothing without one).
   static const http_route_table<handler> table{
     {m::get, "/healthz", open, on_server<&impl::healthz>},
     {m::get, "/readyz", open, on_server<&impl::readyz>},
-    {m::get, "/metrics", token, on_server<&impl::metrics>},
-    {m::post, "/v1/ingest", token, on_server<&impl::ingest>},
-    {m::any, "/v1/ingest", token, on_server<&impl::ingest_wrong_method>},
-    {m::get, "/v1/requests/{id}", token, on_api<&http_api::request_inspect>},
-    {m::get, "/v1/requests/{id}/", token, on_api<&http_api::request_inspect>},
-    {m::post, "/v1/requests/{id}/{action}", token,
+    {m::get, "/metrics", read, on_server<&impl::metrics>},
+    {m::post, "/v1/ingest", ingest, on_server<&impl::ingest>},
+    {m::any, "/v1/ingest", ingest, on_server<&impl::ingest_wrong_method>},
+    {m::get, "/v1/requests/{id}", read, on_api<&http_api::request_inspect>},
+    {m::get, "/v1/requests/{id}/", read, on_api<&http_api::request_inspect>},
+    {m::post, "/v1/requests/{id}/{action}", operate,
      on_api<&http_api::request_operate>},
-    {m::any, "/v1/requests/{rest...}", token, on_api<&http_api::request_other>},
-    {m::post, "/v1/operator/forget", token, on_api<&http_api::operator_forget>},
-    {m::get, "/v1/butlers", token, on_api<&http_api::butlers_list>},
-    {m::get, "/v1/butlers/", token, on_api<&http_api::butlers_list>},
-    {m::post, "/v1/butlers/{name}/route", token,
+    {m::any, "/v1/requests/{rest...}", read_operate,
+     on_api<&http_api::request_other>},
+    {m::post, "/v1/operator/forget", operate,
+     on_api<&http_api::operator_forget>},
+    {m::get, "/v1/butlers", read, on_api<&http_api::butlers_list>},
+    {m::get, "/v1/butlers/", read, on_api<&http_api::butlers_list>},
+    {m::post, "/v1/butlers/{name}/route", operate,
      on_api<&http_api::butler_route>},
-    {m::post, "/v1/butlers/{name}/work/recv", token,
-     on_worker<&worker_api::recv>},
-    {m::post, "/v1/butlers/{name}/work/{work_id...}/cancel", token,
+    {m::post, "/v1/butlers/{name}/work/recv", worker,
+     on_api<&worker_api::recv>},
+    {m::post, "/v1/butlers/{name}/work/{work_id...}/cancel", operate,
      on_api<&http_api::butler_work_cancel>},
-    {m::post, "/v1/butlers/{name}/work/{work_id}/{verb}", token,
-     on_worker<&worker_api::item>},
-    {m::any, "/v1/butlers", token, on_api<&http_api::butlers_other>},
-    {m::any, "/v1/butlers/{rest...}", token, on_api<&http_api::butlers_other>},
-    {m::get, "/v1/threads", token, on_api<&http_api::threads_list>},
-    {m::get, "/v1/threads/{id}", token, on_api<&http_api::thread_get>},
-    {m::post, "/v1/threads/{id}/turns", token,
+    {m::post, "/v1/butlers/{name}/work/{work_id}/{verb}", worker,
+     on_api<&worker_api::item>},
+    {m::any, "/v1/butlers", read, on_api<&http_api::butlers_other>},
+    {m::any, "/v1/butlers/{rest...}", read, on_api<&http_api::butlers_other>},
+    {m::get, "/v1/threads", read, on_api<&http_api::threads_list>},
+    {m::get, "/v1/threads/{id}", thread_read, on_api<&http_api::thread_get>},
+    {m::post, "/v1/threads/{id}/turns", thread,
      on_api<&http_api::thread_turn_post>},
-    {m::post, "/v1/threads/{id}/cancel", token,
+    {m::post, "/v1/threads/{id}/cancel", thread_operate,
      on_api<&http_api::thread_cancel>},
-    {m::get, "/v1/threads/{id}/events", token, on_server<&impl::thread_events>},
-    {m::get, "/v1/threads/{id}/transcript", token,
+    {m::get, "/v1/threads/{id}/events", thread_read,
+     on_server<&impl::thread_events>},
+    {m::get, "/v1/threads/{id}/transcript", thread_read,
      on_api<&http_api::thread_transcript>},
-    {m::post, "/v1/runs/{id}/cancel", token, on_api<&http_api::run_cancel>},
-    {m::post, "/v1/runs/{id}/approvals/{approval_id}", token,
+    {m::post, "/v1/runs/{run_id}/cancel", thread_operate,
+     on_api<&http_api::run_cancel>},
+    {m::post, "/v1/runs/{run_id}/approvals/{approval_id}", thread,
      on_api<&http_api::approval_post>},
     // Telegram cannot send the bearer token: the connector's secret token
     // guards its webhook instead.
     {m::post, "/v1/connectors/{name}/webhook", open,
-     on_connector<&connector_api::telegram_webhook>},
+     on_api<&connector_api::telegram_webhook>},
     // Slack signs its Events API requests instead (actors/SLACK.md).
     {m::post, "/v1/connectors/{name}/events", open,
-     on_connector<&connector_api::slack_events>},
-    {m::post, "/v1/connectors/{name}/ingest", token,
-     on_connector<&connector_api::ingest>},
+     on_api<&connector_api::slack_events>},
+    {m::post, "/v1/connectors/{name}/ingest", ingest,
+     on_api<&connector_api::ingest>},
     // -- connector health and statistics
-    {m::post, "/v1/connectors/heartbeat", token,
-     on_stats<&connector_stats_api::heartbeat>},
-    {m::post, "/v1/connectors/rollup", token,
-     on_stats<&connector_stats_api::rollup>},
-    {m::get, "/api/connectors", token, on_stats<&connector_stats_api::list>},
-    {m::get, "/api/connectors/summary", token,
-     on_stats<&connector_stats_api::summary>},
-    {m::get, "/api/connectors/fanout", token,
-     on_stats<&connector_stats_api::fanout>},
-    {m::get, "/api/connectors/{type}/{identity}", token,
-     on_stats<&connector_stats_api::detail>},
-    {m::get, "/api/connectors/{type}/{identity}/stats", token,
-     on_stats<&connector_stats_api::stats>},
+    {m::post, "/v1/connectors/heartbeat", ingest,
+     on_api<&connector_stats_api::heartbeat>},
+    {m::post, "/v1/connectors/rollup", ingest,
+     on_api<&connector_stats_api::rollup>},
+    {m::get, "/api/connectors", read, on_api<&connector_stats_api::list>},
+    {m::get, "/api/connectors/summary", read,
+     on_api<&connector_stats_api::summary>},
+    {m::get, "/api/connectors/fanout", read,
+     on_api<&connector_stats_api::fanout>},
+    {m::get, "/api/connectors/{type}/{identity}", read,
+     on_api<&connector_stats_api::detail>},
+    {m::get, "/api/connectors/{type}/{identity}/stats", read,
+     on_api<&connector_stats_api::stats>},
     // -- end connector health and statistics
-    {m::any, "/v1/connectors/{rest...}", token,
-     on_connector<&connector_api::other>},
+    {m::any, "/v1/connectors/{rest...}", ingest, on_api<&connector_api::other>},
     // Sessions' tools: each request carries its session's capability
     // token, which mcp_api checks (the node's token is not one).
-    {m::post, "/mcp", open, on_mcp<&mcp_api::post>},
-    {m::get, "/mcp", open, on_mcp<&mcp_api::get>},
-    {m::any, "/mcp", open, on_mcp<&mcp_api::other>},
-    {m::get, "/v1/events/summary", token, on_server<&impl::events_summary>},
-    {m::any, "/v1/events/summary", token,
-     on_server<&impl::events_wrong_method>},
+    {m::post, "/mcp", open, on_api<&mcp_api::post>},
+    {m::get, "/mcp", open, on_api<&mcp_api::get>},
+    {m::any, "/mcp", open, on_api<&mcp_api::other>},
+    {m::post, "/v1/operator/credentials/reload", operate,
+     on_server<&impl::credentials_reload>},
+    {m::get, "/v1/events/summary", read, on_server<&impl::events_summary>},
+    {m::any, "/v1/events/summary", read, on_server<&impl::events_wrong_method>},
     // dashboard: the web dashboard and the /api it reads
     // (runtime/dashboard/README.md); the shell holds no data, so it is open.
-    {m::get, "/", open, on_dashboard<&dashboard_api::file>},
-    {m::get, "/index.html", open, on_dashboard<&dashboard_api::file>},
-    {m::get, "/chat", open, on_dashboard<&dashboard_api::file>},
-    {m::get, "/assets/{file}", open, on_dashboard<&dashboard_api::file>},
-    {m::get, "/api/overview", token, on_dashboard<&dashboard_api::overview>},
-    {m::get, "/api/requests", token, on_dashboard<&dashboard_api::requests>},
-    {m::get, "/api/requests/{id}", token,
-     on_dashboard<&dashboard_api::request>},
-    {m::get, "/api/butlers", token, on_dashboard<&dashboard_api::butlers>},
-    {m::get, "/api/dead-letters", token,
-     on_dashboard<&dashboard_api::dead_letters>},
+    {m::get, "/", open, on_api<&dashboard_api::file>},
+    {m::get, "/index.html", open, on_api<&dashboard_api::file>},
+    {m::get, "/chat", open, on_api<&dashboard_api::file>},
+    {m::get, "/assets/{file}", open, on_api<&dashboard_api::file>},
+    {m::get, "/api/overview", read, on_api<&dashboard_api::overview>},
+    {m::get, "/api/requests", read, on_api<&dashboard_api::requests>},
+    {m::get, "/api/requests/{id}", read, on_api<&dashboard_api::request>},
+    {m::get, "/api/butlers", read, on_api<&dashboard_api::butlers>},
+    {m::get, "/api/dead-letters", read, on_api<&dashboard_api::dead_letters>},
   };
   return table;
 }
@@ -855,6 +880,21 @@ bool http_server::wait_idle(std::chrono::milliseconds timeout) {
 
 void http_server::stop() {
   impl_->stop();
+}
+
+void http_server::reload_credentials() {
+  impl_->guard.reload();
+}
+
+std::vector<http_server::route_row> http_server::route_rows() {
+  std::vector<route_row> out;
+  for (auto& r : impl::routes().rows()) {
+    auto ms = r.methods == route_methods::get    ? "GET"
+              : r.methods == route_methods::post ? "POST"
+                                                 : "ANY";
+    out.push_back(route_row{ms, r.pattern.text(), r.roles});
+  }
+  return out;
 }
 
 } // namespace butlers

@@ -4,21 +4,24 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <caf/fwd.hpp>
 
 #include "actors/interfaces.hpp"
 #include "actors/node_context.hpp"
 #include "runtime/config.hpp"
+#include "runtime/http_router.hpp"
 
 namespace butlers {
 
 /// The node's HTTP surface (restinio on its own asio threads, answering
 /// asynchronously so a request waiting on an actor holds no thread): the
 /// API of actors/README.md "HTTP API", one row per route in the table of
-/// http_server.cpp. Binds loopback unless a token is configured (checked by
-/// config validation); when a token is set every path except the health
-/// probes requires `Authorization: Bearer <token>`.
+/// http_server.cpp. Binds loopback unless a token or a credential is
+/// configured (checked by config validation); with either, every route that
+/// is not open needs `Authorization: Bearer <token>` of a credential with a
+/// role the route admits (actors/README.md "Roles").
 class http_server {
  public:
   http_server(caf::actor_system& sys, const node_settings& settings,
@@ -38,6 +41,21 @@ class http_server {
 
   /// Stops accepting, closes connections and joins the threads.
   void stop();
+
+  /// Reloads the credentials from the config file (SIGHUP); a file that
+  /// does not validate leaves the old ones in force (logged).
+  void reload_credentials();
+
+  /// One row of the route table: its methods ("GET", "POST" or "ANY"), its
+  /// path pattern and the roles it admits.
+  struct route_row {
+    std::string methods;
+    std::string pattern;
+    http_roles roles;
+  };
+
+  /// Every row of the route table, in order, read from the table itself.
+  static std::vector<route_row> route_rows();
 
  private:
   struct impl;

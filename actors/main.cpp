@@ -6,6 +6,8 @@
 //   butlers-node replay --config FILE --request ID --who W --why TEXT
 //   butlers-node forget --config FILE --sender CHANNEL:IDENTITY --who W
 //                       --why TEXT [--batch N]
+//   butlers-node hash-token < TOKEN      SHA-256 of a token, for
+//                                        [[http.credential]] token_sha256
 //
 // Exit codes: see actors/node.hpp (and actors/README.md).
 
@@ -17,20 +19,15 @@
 
 #include "actors/node.hpp"
 #include "runtime/config.hpp"
+#include "runtime/http_auth.hpp"
 #include "runtime/log.hpp"
 
 namespace {
 
 /// Loads, overrides from the environment and validates; prints every error.
 std::optional<butlers::node_settings> load(const std::string& path) {
-  auto result = butlers::load_config(path);
-  auto errors = std::move(result.errors);
-  if (result.settings) {
-    auto env_errors = butlers::apply_env_overrides(*result.settings);
-    errors.insert(errors.end(), env_errors.begin(), env_errors.end());
-    auto cross = butlers::validate_settings(*result.settings);
-    errors.insert(errors.end(), cross.begin(), cross.end());
-  }
+  auto result = butlers::load_settings(path);
+  auto& errors = result.errors;
   if (!errors.empty() || !result.settings) {
     for (auto& e : errors)
       std::cerr << "config error: " << e.to_string() << "\n";
@@ -39,6 +36,20 @@ std::optional<butlers::node_settings> load(const std::string& path) {
     return std::nullopt;
   }
   return std::move(result.settings);
+}
+
+/// `hash-token`: the token comes on stdin, never on the command line, where
+/// other users could read it.
+int hash_token() {
+  std::string token;
+  if (!std::getline(std::cin, token) || token.empty()) {
+    std::cerr << "hash-token: give the token on standard input\n";
+    return butlers::exit_config;
+  }
+  if (!token.empty() && token.back() == '\r')
+    token.pop_back();
+  std::cout << butlers::sha256_hex(token) << "\n";
+  return butlers::exit_ok;
 }
 
 } // namespace
@@ -84,12 +95,18 @@ int main(int argc, char** argv) {
   forget->add_option("--who", who, "operator name, for the audit")->required();
   forget->add_option("--why", why, "reason, for the audit")->required();
   forget->add_option("--batch", batch, "most ids per transaction (1..10000)");
+  auto hash = app.add_subcommand("hash-token",
+                                 "print the SHA-256 of the token read from "
+                                 "standard input (one line), for "
+                                 "[[http.credential]] token_sha256");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     auto rc = app.exit(e);
     return rc == 0 ? butlers::exit_ok : butlers::exit_config;
   }
+  if (hash->parsed())
+    return hash_token();
   auto settings = load(config_path);
   if (!settings)
     return butlers::exit_config;

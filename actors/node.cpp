@@ -98,13 +98,19 @@ bool start_cluster(caf::actor_system& sys, const node_settings& s,
   return true;
 }
 
-int wait_for_signal() {
+/// Waits for SIGINT or SIGTERM; a SIGHUP meanwhile reloads the HTTP
+/// credentials and waits on.
+int wait_for_signal(http_server& http) {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
   int sig = 0;
-  sigwait(&set, &sig);
+  while (sigwait(&set, &sig) == 0 && sig == SIGHUP) {
+    spdlog::info("received SIGHUP, reloading the HTTP credentials");
+    http.reload_credentials();
+  }
   return sig;
 }
 
@@ -145,10 +151,12 @@ void block_shutdown_signals() {
   // discarded before sigwait() could see it, so restore the default first.
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
+  std::signal(SIGHUP, SIG_DFL);
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
@@ -203,7 +211,7 @@ int run_node(const node_settings& settings) {
     }
   }
   if (code == exit_ok) {
-    auto sig = wait_for_signal();
+    auto sig = wait_for_signal(http);
     spdlog::info("received {}, draining (deadline {} s)",
                  sig == SIGINT ? "SIGINT" : "SIGTERM",
                  settings.node.drain_deadline_s);

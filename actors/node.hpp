@@ -22,7 +22,8 @@ enum exit_code : int {
 /// Runs a node until SIGINT or SIGTERM: starts the actor system with the
 /// configured scheduler, the supervisor and the HTTP surface; on a signal
 /// stops intake, drains within `node.drain_deadline_s` and returns.
-/// The caller must have blocked SIGINT and SIGTERM in every thread (see
+/// SIGHUP reloads the HTTP credentials. The caller must have blocked
+/// SIGINT, SIGTERM and SIGHUP in every thread (see
 /// `block_shutdown_signals`) before calling.
 int run_node(const node_settings& settings);
 
@@ -45,7 +46,8 @@ int replay_request(const node_settings& settings, const std::string& request_id,
 int forget_sender(const node_settings& settings, const std::string& sender,
                   const std::string& who, const std::string& why, int batch);
 
-/// Blocks SIGINT and SIGTERM in the calling thread, so that every thread
+/// Blocks SIGINT, SIGTERM and SIGHUP in the calling thread, so that every
+/// thread
 /// spawned afterwards inherits the mask and `run_node` receives them
 /// synchronously with sigwait().
 void block_shutdown_signals();

@@ -58,6 +58,14 @@ void read_plain_array(section& s, const char* name, std::string_view header,
              });
 }
 
+void read_http(parser& p, const toml::table& t, http_config& c) {
+  section s{p, t, "http"};
+  read_fields(s, http_fields(), c);
+  read_plain_array(s, "credential", "http.credential", credential_fields(),
+                   c.credentials);
+  s.finish();
+}
+
 void read_switchboard(parser& p, const toml::table& t, switchboard_config& c) {
   section s{p, t, "switchboard"};
   read_fields(s, switchboard_fields(), c);
@@ -159,7 +167,7 @@ void read_root(parser& p, const toml::table& root) {
   if (auto t = s.table("database"))
     read_table(p, *t, "database", database_fields(), out.database);
   if (auto t = s.table("http"))
-    read_table(p, *t, "http", http_fields(), out.http);
+    read_http(p, *t, out.http);
   if (auto t = s.table("switchboard"))
     read_switchboard(p, *t, out.switchboard);
   if (auto t = s.table("router", "; the router is the table [router], its "
@@ -209,8 +217,13 @@ bool operator==(const database_config& x, const database_config& y) {
   return equal_fields(database_fields(), x, y);
 }
 
+bool operator==(const http_credential_config& x,
+                const http_credential_config& y) {
+  return equal_fields(credential_fields(), x, y);
+}
+
 bool operator==(const http_config& x, const http_config& y) {
-  return equal_fields(http_fields(), x, y);
+  return equal_fields(http_fields(), x, y) && x.credentials == y.credentials;
 }
 
 bool operator==(const switchboard_config& x, const switchboard_config& y) {
@@ -544,6 +557,8 @@ std::string to_toml(const node_settings& s) {
   out << "\n[node]\n" << print_fields(node_fields(), s.node);
   out << "\n[database]\n" << print_fields(database_fields(), s.database);
   out << "\n[http]\n" << print_fields(http_fields(), s.http);
+  for (auto& cr : s.http.credentials)
+    out << "[[http.credential]]\n" << print_fields(credential_fields(), cr);
   out << "\n[switchboard]\n"
       << print_fields(switchboard_fields(), s.switchboard);
   out << "\n[router]\n" << print_fields(router_fields(), s.router);

@@ -75,12 +75,35 @@ struct database_config {
   uint32_t partitions_ahead = 2;
 };
 
+/// One `[[http.credential]]`: a bearer token for part of the API, stored
+/// as its SHA-256 (actors/README.md "Roles").
+struct http_credential_config {
+  /// Names it in logs and refusals; unique. Required, a plain name.
+  std::string name;
+  /// "ingest", "worker", "operator", "read" or "thread". Required.
+  std::string role;
+  /// SHA-256 of the token, 64 hex digits (`butlers-node hash-token`).
+  /// Required.
+  std::string token_sha256;
+  /// ingest: only the routes of this `[[connector]]`. Default "".
+  std::string connector;
+  /// ingest: only POST /v1/ingest envelopes of this
+  /// source.endpoint_identity. Default "".
+  std::string endpoint_identity;
+  /// worker: the butler whose work items it takes. Required for worker.
+  std::string butler;
+  /// thread: only this thread. Default "".
+  std::string thread_id;
+  /// thread: only the threads this sender started. Default "".
+  std::string sender;
+};
+
 /// `[http]`: the ingest, thread and operator API.
 struct http_config {
   /// Whether to serve HTTP at all. Default true.
   bool enabled = true;
   /// Address to listen on; anything but loopback (127.0.0.0/8, ::1,
-  /// localhost) requires `token`. Default "127.0.0.1".
+  /// localhost) requires `token` or a credential. Default "127.0.0.1".
   std::string bind = "127.0.0.1";
   /// TCP port; 0 picks a free port. Default 8470, range 0..65535.
   uint16_t port = 8470;
@@ -96,6 +119,8 @@ struct http_config {
   uint32_t max_connections = 1024;
   /// Deadline of one request in milliseconds. Default 5000, range 1..600000.
   uint32_t request_timeout_ms = 5000;
+  /// `[[http.credential]]`: scoped bearer tokens beside `token`.
+  std::vector<http_credential_config> credentials;
 };
 
 /// `[switchboard]`: the ingest boundary, classification pool and cold path.
@@ -787,6 +812,8 @@ struct node_settings {
 
 bool operator==(const node_config& x, const node_config& y);
 bool operator==(const database_config& x, const database_config& y);
+bool operator==(const http_credential_config& x,
+                const http_credential_config& y);
 bool operator==(const http_config& x, const http_config& y);
 bool operator==(const switchboard_config& x, const switchboard_config& y);
 bool operator==(const routing_rule_config& x, const routing_rule_config& y);
@@ -911,6 +938,10 @@ config_result parse_config(std::string_view text, std::string file);
 /// to the file's directory) into `system_prompt_text`; one that cannot be
 /// read is an error with its key.
 config_result load_config(const std::string& path);
+
+/// `load_config`, then `apply_env_overrides` and `validate_settings`:
+/// the settings a node runs on, or every error (then `settings` is unset).
+config_result load_settings(const std::string& path);
 
 /// A whole small file, or why not.
 struct small_file {

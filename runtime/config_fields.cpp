@@ -354,7 +354,8 @@ const fields<http_config>& http_fields() {
   using c = http_config;
   static const fields<c> list{
     flag("enabled", &c::enabled, "serve the ingest, thread and operator API"),
-    text("bind", &c::bind, "listen address; non-loopback requires token",
+    text("bind", &c::bind,
+         "listen address; non-loopback requires token or a credential",
          not_empty()),
     integer("port", &c::port, 0, 65535, "TCP port; 0 picks a free one"),
     secret_text("token", &c::token, redact_token,
@@ -838,6 +839,7 @@ std::vector<section_reference> config_reference() {
     reference_of("[node]", node_fields()),
     reference_of("[database]", database_fields()),
     reference_of("[http]", http_fields()),
+    reference_of("[[http.credential]]", credential_fields()),
     reference_of("[switchboard]", switchboard_fields()),
     reference_of("[router]", router_fields()),
     reference_of("[[router.rule]]", rule_fields()),

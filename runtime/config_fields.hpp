@@ -411,6 +411,9 @@ const fields<connectors_config>& connectors_fields();
 /// `[telemetry]` (tracing).
 const fields<telemetry_config>& telemetry_fields();
 
+/// `[[http.credential]]` (actors/README.md "Roles").
+const fields<http_credential_config>& credential_fields();
+
 /// `[attachments]` (runtime/attachments.md).
 const fields<attachment_limits>& attachment_fields();
 

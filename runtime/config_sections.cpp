@@ -1,10 +1,53 @@
-// The fields of `[attachments]`, `[telemetry]` and `[rate_limits]`
-// (config/README.md). Apart from config_fields.cpp, which would outgrow the
-// line cap.
+// The fields of `[[http.credential]]`, `[attachments]`, `[telemetry]`,
+// `[rate_limits]` and `[retention]` (config/README.md). Apart from
+// config_fields.cpp, which would outgrow the line cap.
 
 #include "runtime/config_fields.hpp"
 
 namespace butlers::config_detail {
+
+// -- [[http.credential]] -----------------------------------------------------
+
+const fields<http_credential_config>& credential_fields() {
+  using c = http_credential_config;
+  static const fields<c> list{
+    text("name", &c::name, "names it in logs and refusals; unique",
+         [](const std::string& x) -> std::string {
+           bool plain = !x.empty() && x.size() <= 64 && x[0] >= 'a'
+                        && x[0] <= 'z'
+                        && x.find_first_not_of("abcdefghijklmnopqrstuvwxyz"
+                                               "0123456789_-")
+                             == std::string::npos;
+           if (plain)
+             return {};
+           return "must match ^[a-z][a-z0-9_-]{0,63}$, got '" + x + "'";
+         })
+      .required(),
+    text_of("role", &c::role,
+            {"ingest", "worker", "operator", "read", "thread"},
+            "what it may do")
+      .required(),
+    text("token_sha256", &c::token_sha256,
+         "SHA-256 of the token, 64 hex digits (butlers-node hash-token)",
+         [](const std::string& x) -> std::string {
+           bool hex = x.size() == 64
+                      && x.find_first_not_of("0123456789abcdefABCDEF")
+                           == std::string::npos;
+           return hex ? "" : "must be 64 hex digits (a SHA-256)";
+         })
+      .required(),
+    text("connector", &c::connector,
+         "ingest: only the routes of this [[connector]]"),
+    text("endpoint_identity", &c::endpoint_identity,
+         "ingest: only POST /v1/ingest envelopes of this "
+         "source.endpoint_identity"),
+    text("butler", &c::butler,
+         "worker: the butler whose work items it takes (required)"),
+    text("thread_id", &c::thread_id, "thread: only this thread"),
+    text("sender", &c::sender, "thread: only the threads this sender started"),
+  };
+  return list;
+}
 
 // -- [attachments] ------------------------------------------------------------
 

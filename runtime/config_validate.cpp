@@ -73,11 +73,49 @@ struct checker {
   }
 };
 
+/// A scope key set on a credential of a role it does not apply to.
+void scope_key(checker& c, const std::string& prefix, const std::string& value,
+               const char* key, const char* role) {
+  if (!value.empty())
+    c.error(c.where({prefix + "." + key, prefix}), prefix + "." + key,
+            std::string{"only a credential of role "} + role + " takes " + key);
+}
+
+/// Each `[[http.credential]]`: a unique name, and the scope keys of its role
+/// only (a worker names its butler; a thread at most one of thread_id and
+/// sender).
+void check_credentials(checker& c) {
+  auto& xs = c.s.http.credentials;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    c.unique_name(xs, i, "http.credential", "credential");
+    auto& x = xs[i];
+    auto prefix = "http.credential[" + std::to_string(i) + "]";
+    bool ingest = x.role == "ingest";
+    bool worker = x.role == "worker";
+    bool thread = x.role == "thread";
+    scope_key(c, prefix, ingest ? "" : x.connector, "connector", "ingest");
+    scope_key(c, prefix, ingest ? "" : x.endpoint_identity, "endpoint_identity",
+              "ingest");
+    scope_key(c, prefix, worker ? "" : x.butler, "butler", "worker");
+    scope_key(c, prefix, thread ? "" : x.thread_id, "thread_id", "thread");
+    scope_key(c, prefix, thread ? "" : x.sender, "sender", "thread");
+    if (worker && x.butler.empty())
+      c.error(c.where({prefix}), prefix + ".butler",
+              "a worker credential names its butler");
+    if (thread && !x.thread_id.empty() && !x.sender.empty())
+      c.error(c.where({prefix + ".sender", prefix}), prefix + ".sender",
+              "a thread credential takes thread_id or sender, not both");
+  }
+}
+
 void check_http_and_switchboard(checker& c) {
   auto& s = c.s;
-  if (s.http.enabled && !is_loopback(s.http.bind) && s.http.token.empty())
+  if (s.http.enabled && !is_loopback(s.http.bind) && s.http.token.empty()
+      && s.http.credentials.empty())
     c.error(c.where({"http.bind", "http"}), "http.bind",
-            "binding a non-loopback address requires http.token");
+            "binding a non-loopback address requires http.token or an "
+            "[[http.credential]]");
+  check_credentials(c);
   auto& sb = s.switchboard;
   if (sb.retry_base_ms > sb.retry_cap_ms)
     c.error(c.where({"switchboard.retry_base_ms", "switchboard.retry_cap_ms",
@@ -497,6 +535,20 @@ std::vector<config_error> validate_settings(const node_settings& s) {
                             < std::tie(y.line, y.column);
                    });
   return std::move(c.errors);
+}
+
+config_result load_settings(const std::string& path) {
+  auto result = load_config(path);
+  if (result.settings) {
+    auto env_errors = apply_env_overrides(*result.settings);
+    result.errors.insert(result.errors.end(), env_errors.begin(),
+                         env_errors.end());
+    auto cross = validate_settings(*result.settings);
+    result.errors.insert(result.errors.end(), cross.begin(), cross.end());
+  }
+  if (!result.errors.empty())
+    result.settings.reset();
+  return result;
 }
 
 std::string redact_database_url(std::string_view url) {

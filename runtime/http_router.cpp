@@ -2,6 +2,42 @@
 
 namespace butlers {
 
+namespace {
+
+constexpr const char* role_names[http_role_count] = {"ingest", "worker",
+                                                     "thread", "operator",
+                                                     "read"};
+
+} // namespace
+
+const char* to_string(http_role x) {
+  return role_names[static_cast<size_t>(x)];
+}
+
+std::optional<http_role> parse_http_role(std::string_view name) {
+  for (size_t i = 0; i < http_role_count; ++i)
+    if (name == role_names[i])
+      return static_cast<http_role>(i);
+  return std::nullopt;
+}
+
+std::vector<http_role> http_roles::list() const {
+  std::vector<http_role> out;
+  for (size_t i = 0; i < http_role_count; ++i)
+    if (has(static_cast<http_role>(i)))
+      out.push_back(static_cast<http_role>(i));
+  return out;
+}
+
+std::string http_roles::describe() const {
+  if (is_open())
+    return "open";
+  std::string out;
+  for (auto r : list())
+    out += (out.empty() ? "" : " or ") + std::string{to_string(r)};
+  return out.empty() ? "none" : out;
+}
+
 http_method parse_http_method(std::string_view name) {
   if (name == "GET")
     return http_method::get;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -31,12 +32,83 @@ enum class route_methods : uint8_t {
   any,
 };
 
-/// Who may call a route.
-enum class http_access : uint8_t {
-  /// Anyone: the health probes.
-  open,
-  /// Only with the bearer token, when the node has one configured.
-  token,
+/// What a credential may do (config `[[http.credential]]` `role`).
+enum class http_role : uint8_t {
+  /// Send messages in: POST /v1/ingest and a connector's routes.
+  ingest,
+  /// An external worker of one butler: its work items.
+  worker,
+  /// One thread, or one sender's threads: turns, cancel, stream, runs,
+  /// approvals.
+  thread,
+  /// Operator actions: replay, reroute, cancel, force-complete, direct
+  /// routes, reloading the credentials.
+  operate,
+  /// Read-only inspection: the dashboard's /api, requests, metrics, lists.
+  read,
+};
+
+/// Number of roles.
+constexpr size_t http_role_count = 5;
+
+/// "ingest", "worker", "operator", "read" or "thread".
+const char* to_string(http_role x);
+
+/// Reads a role's name; nullopt for anything else.
+std::optional<http_role> parse_http_role(std::string_view name);
+
+/// The roles a route admits (one column of the route table), or `open`:
+/// the first of them in enum order is the one a refusal names as needed.
+/// anyone, no credential asked. No bit at all means nobody set it: such a
+/// route refuses every caller (the route test fails on it first).
+struct http_roles {
+  uint8_t bits = 0;
+
+  constexpr http_roles() = default;
+
+  constexpr http_roles(std::initializer_list<http_role> xs) {
+    for (auto x : xs)
+      bits |= static_cast<uint8_t>(1u << static_cast<unsigned>(x));
+  }
+
+  /// Anyone, without a credential: the probes, the dashboard's shell, and
+  /// the routes that check a secret of their own (webhooks, /mcp).
+  static constexpr http_roles open() {
+    http_roles r;
+    r.bits = open_bit;
+    return r;
+  }
+
+  /// Every role: the `[http] token`.
+  static constexpr http_roles all() {
+    http_roles r;
+    r.bits = (1u << http_role_count) - 1;
+    return r;
+  }
+
+  constexpr bool is_open() const {
+    return bits == open_bit;
+  }
+
+  constexpr bool unset() const {
+    return bits == 0;
+  }
+
+  constexpr bool has(http_role x) const {
+    return (bits & (1u << static_cast<unsigned>(x))) != 0;
+  }
+
+  constexpr bool meets(http_roles other) const {
+    return (bits & other.bits & ~open_bit) != 0;
+  }
+
+  /// The roles, in enum order.
+  std::vector<http_role> list() const;
+
+  /// "thread or read"; "open"; "none".
+  std::string describe() const;
+
+  static constexpr uint8_t open_bit = 0x80;
 };
 
 /// The values a matched pattern bound, by parameter name. They point into
@@ -105,7 +177,8 @@ template<class Handler>
 struct http_route {
   route_methods methods;
   path_pattern pattern;
-  http_access access;
+  /// Who may call it (runtime/http_auth.hpp decides).
+  http_roles roles;
   Handler handler;
 };
 
@@ -128,6 +201,11 @@ class http_route_table {
   http_route_table(std::initializer_list<http_route<Handler>> routes)
     : routes_(routes) {
     // nop
+  }
+
+  /// Every row, in order (the route test walks them).
+  const std::vector<http_route<Handler>>& rows() const {
+    return routes_;
   }
 
   route_match<Handler> match(http_method method, std::string_view path) const {

@@ -1056,7 +1056,34 @@ name = "general"
              {err("http.bind")
                 .at(3)
                 .is("binding a non-loopback address "
-                    "requires http.token")}),
+                    "requires http.token or an [[http.credential]]")}),
+  validating("credentials_keep_to_the_keys_of_their_role",
+             "[http]\nbind = \"0.0.0.0\"\n"
+             "[[http.credential]]\nname = \"w\"\nrole = \"worker\"\n"
+             "token_sha256 = \""
+               + std::string(64, 'a')
+               + "\"\n"
+                 "sender = \"x\"\n"
+                 "[[http.credential]]\nname = \"w\"\nrole = \"thread\"\n"
+                 "token_sha256 = \""
+               + std::string(64, 'b')
+               + "\"\n"
+                 "thread_id = \"t\"\nsender = \"x\"\n",
+             4,
+             {err("http.credential[0].butler")
+                .at(3)
+                .is("a worker credential names its butler"),
+              err("http.credential[0].sender")
+                .at(7)
+                .is("only a credential of role thread takes sender"),
+              err("http.credential[1].name")
+                .at(9)
+                .is("duplicate credential name 'w' (first in "
+                    "http.credential[0], line 4)"),
+              err("http.credential[1].sender")
+                .at(13)
+                .is("a thread credential takes thread_id or sender, not "
+                    "both")}),
   validating("other_cross_field_checks", R"([[butler]]
 name = "coder"
 [butler.runtime]

@@ -240,12 +240,12 @@ TEST_F(HttpApi, ATurnBodyOverTheLimitIsTooLarge) {
 }
 
 TEST_F(HttpApi, CancellingARunWantsAUuidAndTheDirectory) {
-  call(&http_api::run_cancel, "/v1/runs/{id}/cancel", "POST",
+  call(&http_api::run_cancel, "/v1/runs/{run_id}/cancel", "POST",
        "/v1/runs/r-1/cancel");
   EXPECT_EQ(answer().status, 400);
   EXPECT_TRUE(says("run id must be a UUID"));
   ctx->status.database_configured = true;
-  call(&http_api::run_cancel, "/v1/runs/{id}/cancel", "POST",
+  call(&http_api::run_cancel, "/v1/runs/{run_id}/cancel", "POST",
        std::string{"/v1/runs/"} + some_uuid + "/cancel");
   EXPECT_EQ(answer().status, 503);
   EXPECT_TRUE(says("the thread directory is restarting"));

@@ -107,21 +107,25 @@ TEST(PathPattern, ComparesPathsRawWithoutPercentDecoding) {
 }
 
 TEST(RouteTable, FindsTheRowOfMethodAndPathAndItsParameters) {
-  table t{{m::get, "/healthz", http_access::open, "health"},
-          {m::post, "/v1/runs/{id}/cancel", http_access::token, "cancel"}};
+  table t{{m::get, "/healthz", http_roles::open(), "health"},
+          {m::post, "/v1/runs/{id}/cancel", http_roles{http_role::read},
+           "cancel"}};
   auto r = t.match(http_method::post, "/v1/runs/r-1/cancel");
   ASSERT_NE(r.route, nullptr);
   EXPECT_STREQ(r.route->handler, "cancel");
-  EXPECT_EQ(r.route->access, http_access::token);
+  EXPECT_TRUE(r.route->roles.has(http_role::read));
   EXPECT_EQ(r.params["id"], "r-1");
   EXPECT_TRUE(r.allowed.empty());
   EXPECT_EQ(hit(t, http_method::get, "/healthz"), "health");
 }
 
 TEST(RouteTable, TellsAnUnknownPathFromAKnownPathWithAnotherMethod) {
-  table t{{m::get, "/v1/threads/{id}/events", http_access::token, "events"},
-          {m::post, "/v1/threads/{id}/turns", http_access::token, "turns"},
-          {m::get, "/v1/threads/{id}/turns", http_access::token, "read"}};
+  table t{{m::get, "/v1/threads/{id}/events", http_roles{http_role::read},
+           "events"},
+          {m::post, "/v1/threads/{id}/turns", http_roles{http_role::read},
+           "turns"},
+          {m::get, "/v1/threads/{id}/turns", http_roles{http_role::read},
+           "read"}};
   // 404: no pattern fits.
   auto unknown = t.match(http_method::get, "/v1/nothing");
   EXPECT_EQ(unknown.route, nullptr);
@@ -136,10 +140,11 @@ TEST(RouteTable, TellsAnUnknownPathFromAKnownPathWithAnotherMethod) {
 }
 
 TEST(RouteTable, TheFirstFittingRowWinsSoAnAnyRowCatchesWhatOthersRefuse) {
-  table t{{m::post, "/v1/ingest", http_access::token, "ingest"},
-          {m::any, "/v1/ingest", http_access::token, "use-post"},
-          {m::get, "/v1/requests/{id}", http_access::token, "inspect"},
-          {m::any, "/v1/requests/{rest...}", http_access::token, "other"}};
+  table t{{m::post, "/v1/ingest", http_roles{http_role::read}, "ingest"},
+          {m::any, "/v1/ingest", http_roles{http_role::read}, "use-post"},
+          {m::get, "/v1/requests/{id}", http_roles{http_role::read}, "inspect"},
+          {m::any, "/v1/requests/{rest...}", http_roles{http_role::read},
+           "other"}};
   EXPECT_EQ(hit(t, http_method::post, "/v1/ingest"), "ingest");
   EXPECT_EQ(hit(t, http_method::get, "/v1/ingest"), "use-post");
   EXPECT_EQ(hit(t, http_method::other, "/v1/ingest"), "use-post");
@@ -153,7 +158,7 @@ TEST(RouteTable, TheFirstFittingRowWinsSoAnAnyRowCatchesWhatOthersRefuse) {
 }
 
 TEST(RouteTable, ARelativeOrEmptyPathFitsNothing) {
-  table t{{m::any, "/{rest...}", http_access::token, "all"}};
+  table t{{m::any, "/{rest...}", http_roles{http_role::read}, "all"}};
   EXPECT_EQ(hit(t, http_method::get, "/x"), "all");
   EXPECT_EQ(hit(t, http_method::get, "x"), "none");
   EXPECT_EQ(hit(t, http_method::get, ""), "none");
