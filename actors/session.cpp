@@ -668,13 +668,6 @@ void add_session_tools(session_ptr self, cli_family family,
   }
 }
 
-std::string claude_allowed_tools() {
-  std::string out;
-  for (auto& t : tool_catalogue())
-    out += (out.empty() ? "" : ",") + std::string{"mcp__butlers__"} + t.name;
-  return out;
-}
-
 std::string cli_prompt(const std::string& butler, const route_envelope& env) {
   std::string out;
   out += "You are the '" + butler + "' butler. Handle the user's message ";

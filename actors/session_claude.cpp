@@ -285,4 +285,11 @@ std::unique_ptr<session_adapter> make_claude_adapter() {
   return std::make_unique<claude_adapter>();
 }
 
+std::string claude_allowed_tools() {
+  std::string out;
+  for (auto& t : tool_catalogue())
+    out += (out.empty() ? "" : ",") + std::string{"mcp__butlers__"} + t.name;
+  return out;
+}
+
 } // namespace butlers

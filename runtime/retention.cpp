@@ -117,6 +117,8 @@ const std::vector<std::pair<const char*, const char*>>& system_tables() {
     {"connector_stats_hourly", "connectors' counters (30 days)"},
     {"connector_stats_daily", "connectors' counters (one year)"},
     {"connector_fanout_daily", "requests per connector and butler"},
+    {"forget_audit", "the record of erasures: who, why, a hash of the "
+                     "sender, counts; never the text (runtime/forget.md)"},
   };
   return list;
 }
