@@ -26,8 +26,8 @@ reaction_gate::entry& reaction_gate::touch(const std::string& request_id) {
 void reaction_gate::evict(size_t keep) {
   // Oldest first; one with a reaction in flight goes to the back (there
   // are at most as many of those as deliveries running).
-  for (size_t turns = order_.size();
-       entries_.size() > keep && turns > 0; --turns) {
+  for (size_t turns = order_.size(); entries_.size() > keep && turns > 0;
+       --turns) {
     auto key = std::move(order_.front());
     order_.pop_front();
     auto i = entries_.find(key);
