@@ -752,12 +752,15 @@ struct http_server::impl : std::enable_shared_from_this<impl> {
   }
 };
 
+// Who may call each route (actors/README.md "Roles"): `open` asks no
+// credential; the `[http] token` has every role. The first row that fits a
+// request wins; a row for `m::any` answers what the rows of its path above
+// it refuse. No row fits: 404 (after the credential check, so an unknown
+// path tells nothing without one).
 const http_route_table<http_server::impl::handler>& http_server::impl::
   routes() {
   using m = route_methods;
   using r = http_role;
-  // Who may call each route (actors/README.md "Roles"): `open` asks no
-  // credential; the `[http] token` has every role.
   constexpr auto open = http_roles::open();
   constexpr auto ingest = http_roles{r::ingest};
   constexpr auto worker = http_roles{r::worker};
@@ -767,9 +770,6 @@ const http_route_table<http_server::impl::handler>& http_server::impl::
   constexpr auto thread_read = http_roles{r::thread, r::read};
   constexpr auto thread_operate = http_roles{r::thread, r::operate};
   constexpr auto read_operate = http_roles{r::read, r::operate};
-  // The first row that fits a request wins; a row for `m::any` answers what
-  // the rows of its path above it refuse. No row fits: 404 (after the
-  // credential check, so an unknown path tells nothing without one).
   static const http_route_table<handler> table{
     {m::get, "/healthz", open, on_server<&impl::healthz>},
     {m::get, "/readyz", open, on_server<&impl::readyz>},
@@ -819,7 +819,7 @@ const http_route_table<http_server::impl::handler>& http_server::impl::
      on_api<&connector_api::slack_events>},
     {m::post, "/v1/connectors/{name}/ingest", ingest,
      on_api<&connector_api::ingest>},
-    // -- connector health and statistics
+    // connector health and statistics
     {m::post, "/v1/connectors/heartbeat", ingest,
      on_api<&connector_stats_api::heartbeat>},
     {m::post, "/v1/connectors/rollup", ingest,
@@ -833,7 +833,6 @@ const http_route_table<http_server::impl::handler>& http_server::impl::
      on_api<&connector_stats_api::detail>},
     {m::get, "/api/connectors/{type}/{identity}/stats", read,
      on_api<&connector_stats_api::stats>},
-    // -- end connector health and statistics
     {m::any, "/v1/connectors/{rest...}", ingest, on_api<&connector_api::other>},
     // Sessions' tools: each request carries its session's capability
     // token, which mcp_api checks (the node's token is not one).
