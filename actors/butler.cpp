@@ -300,6 +300,14 @@ void watch(butler_ptr self, const std::string& work_id, const work_result& r,
     return;
   }
   auto held = st.pool->holds(work_id);
+  // Read still open, but written here since (the append's read and the
+  // result's commit raced): no write is left to tell the waiter.
+  if (r.duplicate && !held) {
+    if (auto i = st.recent.find(work_id); i != st.recent.end()) {
+      caf::anon_send(hdl, done_atom_v, i->second);
+      return;
+    }
+  }
   st.waiters[work_id].push_back(hdl);
   // Held by a holder that may be gone: this butler may recover it within a
   // few lease periods; if not, the dispatcher's route timeout retries.
@@ -560,6 +568,7 @@ void tick(butler_ptr self) {
   auto& st = self->state;
   ++st.ticks;
   age_foreign_waiters(self);
+  age_recent(self);
   // Without the database the writer would refuse every renewal and
   // recovery: wait for the next tick rather than count refusals.
   if (st.ctx->status.database_ready && !st.draining) {

@@ -2,11 +2,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <caf/stateful_actor.hpp>
@@ -133,7 +135,16 @@ struct butler_state {
   std::unordered_map<std::string, pending_reply> replies;
   /// Results whose write may or may not have committed, by work id.
   std::unordered_map<std::string, in_doubt_result> in_doubt;
-  /// Ticks so far (the age of foreign waiters).
+  /// Results written here lately, by work id, with the tick they were
+  /// written at, oldest first in `recent_order`: a duplicate dispatch whose
+  /// read of the item raced the write of its result (the item read still
+  /// open, then written before the dispatcher could be told) is answered
+  /// from here. At most `recent_capacity`, for `recent_ticks` ticks.
+  std::unordered_map<std::string, route_response> recent;
+  std::deque<std::pair<std::string, uint64_t>> recent_order;
+  static constexpr size_t recent_capacity = 1024;
+  static constexpr uint64_t recent_ticks = 6;
+  /// Ticks so far (the age of foreign waiters and recent results).
   uint64_t ticks = 0;
   /// Holder name in leases: "NODE/INCARNATION", new at every spawn.
   std::string owner;
@@ -221,6 +232,14 @@ void store(butler_ptr self, route_request& req, route_envelope env,
 /// up in the same statement (butler_outcome.cpp).
 void write_outcome(butler_ptr self, session_outcome out,
                    const std::string& sender = {});
+
+/// Remembers the written result of `work_id` for a while (see
+/// `butler_state::recent`), forgetting what is old or over capacity.
+void remember_written(butler_ptr self, const std::string& work_id,
+                      const route_response& response);
+
+/// Forgets recent results older than `butler_state::recent_ticks`.
+void age_recent(butler_ptr self);
 
 /// Reads back the result of `work_id` whose write was in doubt (again).
 void read_back_in_doubt(butler_ptr self, const std::string& work_id);

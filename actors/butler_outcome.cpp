@@ -27,6 +27,7 @@ namespace {
 /// recovered here, this node's switchboard) hear it.
 void outcome_written(butler_ptr self, const session_outcome& out) {
   auto& st = self->state;
+  remember_written(self, out.work_id, out.response);
   st.runner->written(self, out, outcome_write::written);
   if (out.response.status == "ok")
     ++st.status.succeeded;
@@ -170,6 +171,28 @@ void submit(butler_ptr self, session_outcome out, std::string sender,
 }
 
 } // namespace
+
+void remember_written(butler_ptr self, const std::string& work_id,
+                      const route_response& response) {
+  auto& st = self->state;
+  if (!st.recent.insert_or_assign(work_id, response).second)
+    return;
+  st.recent_order.emplace_back(work_id, st.ticks);
+  while (st.recent_order.size() > butler_state::recent_capacity) {
+    st.recent.erase(st.recent_order.front().first);
+    st.recent_order.pop_front();
+  }
+}
+
+void age_recent(butler_ptr self) {
+  auto& st = self->state;
+  while (!st.recent_order.empty()
+         && st.ticks - st.recent_order.front().second
+              > butler_state::recent_ticks) {
+    st.recent.erase(st.recent_order.front().first);
+    st.recent_order.pop_front();
+  }
+}
 
 void write_outcome(butler_ptr self, session_outcome out,
                    const std::string& sender) {

@@ -45,6 +45,9 @@ struct route_inbox {
   std::vector<work_item> recoverable;
   /// Answer appends with "unavailable".
   bool down = false;
+  /// A duplicate append reads the item as it was before its result
+  /// committed (the read and the commit raced).
+  bool stale_reads = false;
 
   size_t count(const std::string& state) const {
     size_t n = 0;
@@ -67,6 +70,7 @@ caf::expected<work_result> apply(route_inbox* db, work_op& op) {
             && row.item.segment_id == it.segment_id) {
           r.ok = true;
           r.duplicate = true;
+          r.state = db->stale_reads ? "running" : row.state;
           r.items.push_back(row.item);
           return r;
         }
@@ -496,6 +500,42 @@ TEST_F(Butler, RecoveredItemsRunThroughTheSamePool) {
   EXPECT_EQ(status(b).active, 1u);
   advance(200ms);
   EXPECT_EQ(db->rows[orphan.work_id].state, "ok");
+}
+
+TEST_F(Butler, ADuplicateThatReadTheItemOpenAfterItsResultIsToldTheResult) {
+  // Recovered here and finished; then a dispatch of the same segment whose
+  // append read the item before its result committed.
+  auto env = envelope_of("health", "again");
+  work_item orphan;
+  orphan.work_id = make_uuid_v7().to_string();
+  orphan.butler = "health";
+  orphan.request_id = env.request_id;
+  orphan.segment_id = env.segment_id;
+  orphan.envelope = make_route_json(env);
+  orphan.lease_token = 5;
+  db->recoverable.push_back(orphan);
+  auto b = spawn(config("health", 1));
+  advance(200ms);
+  ASSERT_EQ(db->rows[orphan.work_id].state, "ok");
+  db->stale_reads = true;
+  self
+    ->send(b, route_atom_v,
+           route_request{make_route_json(env), "route", {}, caf::actor{self}});
+  auto accepted = reply<route_response>();
+  EXPECT_EQ(accepted.status, "accepted");
+  EXPECT_TRUE(accepted.duplicate);
+  EXPECT_EQ(accepted.work_id, orphan.work_id);
+  // Told at once, not left waiting for a write that already happened.
+  sched.run();
+  bool told = false;
+  self->receive(
+    [&](done_atom, route_response& r) {
+      told = true;
+      EXPECT_EQ(r.status, "ok");
+      EXPECT_EQ(r.work_id, orphan.work_id);
+    },
+    caf::after(0s) >> [] {});
+  EXPECT_TRUE(told) << "the dispatcher heard nothing of the finished item";
 }
 
 TEST_F(Butler, SchedulesStartSessionsWithTriggerSourceSchedule) {
