@@ -53,10 +53,11 @@ std::vector<std::string> merged_env(
   return out;
 }
 
-/// fork + exec with stdout to `out_fd` and stderr to `err_fd`.
+/// fork + exec with stdout to `out_fd` and stderr to `err_fd`, in `cwd`
+/// ("": this process's).
 pid_t spawn(const std::vector<std::string>& argv,
             const std::map<std::string, std::string>& env, int out_fd,
-            int err_fd) {
+            int err_fd, const std::string& cwd = {}) {
   auto envs = merged_env(env);
   std::vector<char*> cargv, cenv;
   for (auto& a : argv)
@@ -76,6 +77,8 @@ pid_t spawn(const std::vector<std::string>& argv,
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    if (!cwd.empty() && ::chdir(cwd.c_str()) != 0)
+      ::_exit(126);
     ::execve(cargv[0], cargv.data(), cenv.data());
     ::_exit(127);
   }
@@ -135,7 +138,8 @@ process_result run_process(const std::vector<std::string>& argv,
 }
 
 node_process::node_process(const std::string& config_toml,
-                           std::map<std::string, std::string> env) {
+                           std::map<std::string, std::string> env,
+                           const std::string& cwd) {
   dir_ = make_temp_dir("butlers-node");
   config_path_ = dir_ + "/node.toml";
   log_path_ = dir_ + "/node.log";
@@ -146,7 +150,7 @@ node_process::node_process(const std::string& config_toml,
   int err_fd = ::open(log_path_.c_str(),
                       O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   pid_ = spawn({BUTLERS_NODE_BINARY, "run", "--config", config_path_}, env,
-               pipefd[1], err_fd);
+               pipefd[1], err_fd, cwd);
   ::close(pipefd[1]);
   ::close(err_fd);
   out_fd_ = pipefd[0];

@@ -34,9 +34,11 @@ process_result run_process(
 class node_process {
  public:
   /// Writes `config_toml` to a temporary file and starts the node on it.
-  /// `env` adds to (or overrides) the inherited environment.
+  /// `env` adds to (or overrides) the inherited environment; the node runs
+  /// in `cwd` ("": this process's working directory).
   node_process(const std::string& config_toml,
-               std::map<std::string, std::string> env = {});
+               std::map<std::string, std::string> env = {},
+               const std::string& cwd = {});
   ~node_process();
 
   node_process(const node_process&) = delete;
