@@ -648,7 +648,18 @@ TEST_F(Ingest, DatabaseDownAnswers503ThenRecoversWithoutRestart) {
         acked.push_back(request_id_of(r));
     }
   }};
-  ASSERT_EQ(pg_ctl("stop -m fast"), 0);
+  // Stops and joins the load however the test ends.
+  struct joined {
+    std::atomic<bool>& stop;
+    std::thread& t;
+    ~joined() {
+      stop = true;
+      if (t.joinable())
+        t.join();
+    }
+  } join_load{stop, load};
+  pg_outage outage;
+  ASSERT_TRUE(outage.stopped());
   // While it is down: a typed 503 with Retry-After, promptly.
   http_client quick{"127.0.0.1", port_, 1500ms};
   auto down = quick.post("/v1/ingest", envelope("during-1"));
@@ -665,7 +676,7 @@ TEST_F(Ingest, DatabaseDownAnswers503ThenRecoversWithoutRestart) {
       return http_->get("/readyz").status == 503;
     },
     10s));
-  ASSERT_EQ(pg_ctl("start"), 0);
+  ASSERT_TRUE(outage.restart());
   EXPECT_TRUE(eventually(
     [&] {
       return http_->get("/readyz").status == 200;

@@ -70,7 +70,7 @@ int pg_ctl(const std::string& action) {
   auto bin = env_or_throw("BUTLERS_PG_BIN");
   auto port = env_or_throw("BUTLERS_PG_PORT");
   std::string cmd = bin + "/pg_ctl -D " + dir + "/data -l " + dir
-                    + "/server.log -w -t 60 ";
+                    + "/server.log -w -t 300 ";
   if (action == "start")
     cmd += "-o \"-k " + dir + " -p " + port
            + " -c listen_addresses=127.0.0.1 -c max_connections=200"
@@ -81,6 +81,26 @@ int pg_ctl(const std::string& action) {
     cmd = "runuser -u postgres -- " + cmd;
   cmd += " >/dev/null 2>&1";
   return std::system(cmd.c_str());
+}
+
+pg_outage::pg_outage() {
+  // A stop that timed out may still be under way: down either way.
+  stopped_ = pg_ctl("stop -m fast") == 0;
+  down_ = true;
+}
+
+pg_outage::~pg_outage() {
+  if (down_)
+    restart();
+}
+
+bool pg_outage::restart() {
+  // A shutdown still under way (the stop timed out) refuses the start:
+  // wait for it to end, then start.
+  if (pg_ctl("start") != 0 && (pg_ctl("stop -m fast"), pg_ctl("start") != 0))
+    return false;
+  down_ = false;
+  return true;
 }
 
 } // namespace butlers::test
