@@ -175,6 +175,18 @@ void dashboard_api::dead_letters(const http_call& call, http_responder& out,
             q);
 }
 
+void dashboard_api::approvals(const http_call& call, http_responder& out,
+                              const path_params&) {
+  auto q = parse_dashboard_query(call.query, {});
+  if (!q.bad.empty())
+    return out.now(dashboard_query_reply(q));
+  read_page(out,
+            named_statement{"approval_list",
+                            {std::to_string(q.offset), std::to_string(q.limit),
+                             q.q}},
+            q);
+}
+
 void dashboard_api::other(const http_call& call, http_responder& out,
                           const path_params&) {
   out.now(no_route_reply(call.method, call.path));

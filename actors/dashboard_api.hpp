@@ -28,6 +28,8 @@ namespace butlers {
 /// - `GET /api/butlers`: `GET /v1/butlers` with each butler's slots in use,
 ///   queue and circuit.
 /// - `GET /api/dead-letters?offset&limit&state=open|replayed`.
+/// - `GET /api/approvals?offset&limit&q`: the approval questions still
+///   waiting for their answer, the oldest first; `q` a butler's name.
 ///
 /// Reads go through the node's db_reader with named statements; list
 /// endpoints take `limit` 1..200 and answer 400 naming a bad parameter.
@@ -59,6 +61,10 @@ class dashboard_api {
   /// GET /api/dead-letters.
   void dead_letters(const http_call& call, http_responder& out,
                     const path_params& p);
+
+  /// GET /api/approvals.
+  void approvals(const http_call& call, http_responder& out,
+                 const path_params& p);
 
   /// Anything else under /api/ (but /api/connectors...).
   void other(const http_call& call, http_responder& out, const path_params& p);

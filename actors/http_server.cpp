@@ -854,6 +854,7 @@ const http_route_table<http_server::impl::handler>& http_server::impl::
     {m::get, "/api/requests/{id}", read, on_api<&dashboard_api::request>},
     {m::get, "/api/butlers", read, on_api<&dashboard_api::butlers>},
     {m::get, "/api/dead-letters", read, on_api<&dashboard_api::dead_letters>},
+    {m::get, "/api/approvals", read, on_api<&dashboard_api::approvals>},
   };
   return table;
 }

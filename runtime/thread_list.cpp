@@ -22,7 +22,8 @@ enum column : size_t {
   col_error_class,
   col_error_message,
   col_cursor,
-  col_open_runs, // thread_get.sql only
+  col_open_runs,         // thread_get.sql only
+  col_pending_approvals, // thread_get.sql only
   list_columns = col_open_runs,
 };
 
@@ -325,10 +326,20 @@ std::string thread_page_json(const std::vector<std::vector<std::string>>& rows,
 
 // -- GET /v1/threads/{id} -----------------------------------------------------
 
+namespace {
+
+/// `text` when it is a JSON array (the database's), else "[]".
+std::string json_array_or_empty(const std::string& text) {
+  rapidjson::Document d;
+  return !json::parse(text, d) && d.IsArray() ? text : std::string{"[]"};
+}
+
+} // namespace
+
 std::string thread_snapshot_json(const std::vector<std::string>& in,
                                  const std::optional<thread_live>& live) {
   auto row = in;
-  row.resize(std::max(row.size(), size_t{col_open_runs + 1}));
+  row.resize(std::max(row.size(), size_t{col_pending_approvals + 1}));
   auto d = digest_of(row);
   auto runs = live ? *live : live_of_open_runs(row[col_open_runs]);
   auto status = live ? run_status_of(*live, d.run_state)
@@ -339,7 +350,8 @@ std::string thread_snapshot_json(const std::vector<std::string>& in,
          + (live ? "true" : "false") + R"(,"active_runs":)"
          + runs_json(runs.active) + R"(,"queued_runs":)"
          + runs_json(runs.queued) + R"(,"pending_turns":)"
-         + std::to_string(runs.pending_turns) + "}";
+         + std::to_string(runs.pending_turns) + R"(,"pending_approvals":)"
+         + json_array_or_empty(row[col_pending_approvals]) + "}";
 }
 
 } // namespace butlers

@@ -461,6 +461,34 @@
       ], page.data, state === "open" ? "No dead letters waiting." : "None."));
   }
 
+  // -- pending approvals ------------------------------------------------------
+
+  function requesterOf(a) {
+    const who = a.requester_channel + ":" + a.requester_sender;
+    return a.requester_thread && a.requester_thread !== a.requester_sender ? who + " in " + a.requester_thread : who;
+  }
+
+  async function approvalsPage() {
+    const draw = async () => {
+      const page = await api("/api/approvals?limit=200");
+      show(
+        h("h1", {}, "Pending approvals"),
+        h("div", { class: "toolbar" }, h("span", { class: "muted", id: "approvals-total" }, page.meta.total + " waiting")),
+        table([
+          ["Butler", (a) => h("strong", {}, a.butler)],
+          ["Run", (a) => h("span", { class: "mono" }, a.run_id)],
+          ["Tool", (a) => h("span", { class: "approval-tool" }, a.tool)],
+          ["Summary", (a) => h("span", { class: "approval-summary" }, a.summary || "—")],
+          ["Requester", (a) => requesterOf(a)],
+          ["Asked", (a) => when(a.created_at)],
+          ["Expires", (a) => when(a.expires_at)],
+        ], page.data, "No question is waiting for an answer."),
+        h("p", { class: "muted" }, "Tool calls that wait for the yes of the person who started the run (they answer in their chat, or through POST /v1/runs/{run_id}/approvals/{approval_id}); unanswered, they are denied at their expiry. Refreshes every 5 s."));
+    };
+    await draw();
+    every(5000, draw);
+  }
+
   // -- routing ----------------------------------------------------------------
 
   function stopPage() {
@@ -485,6 +513,7 @@
     else if (page === "threads") fn = threadsPage;
     else if (page === "connectors") fn = connectorsPage;
     else if (page === "dead-letters") fn = () => deadLettersPage(params);
+    else if (page === "approvals") fn = approvalsPage;
     else fn = overviewPage;
     main.dataset.ready = "false";
     guarded(fn).then(() => { main.dataset.ready = "true"; });

@@ -251,7 +251,7 @@
   function newConv(id, known) {
     return {
       id: id, known: known, lastCursor: 0, byCursor: new Set(), byMessage: new Map(),
-      live: new Map(), finished: new Set(), runs: new Map(), approvals: new Map(), ctl: null,
+      live: new Map(), finished: new Set(), runs: new Map(), approvals: new Map(), asked: [], ctl: null,
     };
   }
 
@@ -378,29 +378,51 @@
 
   // -- approvals --------------------------------------------------------------
 
+  const OUTCOME = {
+    approved: "Approved: the tool call runs.",
+    denied: "Denied: the butler was told no.",
+    expired: "Expired without an answer: denied.",
+  };
+
+  /// Answers the question of card `card` with the chat's token and sender.
+  /// The answer (or, when it was answered elsewhere or expired meanwhile,
+  /// what it is now) replaces the card at once; the stream's `approval`
+  /// event says the same again.
   async function answerApproval(a, decision, card) {
+    const c = conv;
+    const show = (status) => { if (conv === c) onApproval(Object.assign({}, a, { status: status })); };
     for (const b of card.querySelectorAll("button")) b.disabled = true;
+    card.dataset.answering = decision;
     try {
-      await post("/v1/runs/" + encodeURIComponent(a.run_id) + "/approvals/" + encodeURIComponent(a.approval_id),
+      const r = await post("/v1/runs/" + encodeURIComponent(a.run_id) + "/approvals/" + encodeURIComponent(a.approval_id),
         { decision: decision, sender: sender() });
+      show((r && r.status) || (decision === "approve" ? "approved" : "denied"));
     } catch (e) {
       if (e instanceof AuthError) return signIn("That token was refused.");
-      for (const b of card.querySelectorAll("button")) b.disabled = false;
-      notify("The approval was not answered: " + e.message, "error");
+      const now = e.status === 409 && /already (approved|denied|expired)/.exec(e.message);
+      if (now) return show(now[1]);
+      delete card.dataset.answering;
+      if (e.status !== 403 && e.status !== 404)
+        for (const b of card.querySelectorAll("button")) b.disabled = false;
+      const why = card.querySelector(".a-error") || card.appendChild(h("div", { class: "a-error", role: "status" }));
+      why.textContent = "Not answered: " + e.message;
     }
   }
 
   function approvalCard(a) {
-    const card = h("li", { class: "approval " + a.status, "data-approval": a.approval_id, "data-status": a.status },
-      h("div", { class: "a-tool" }, "Approve " + (a.tool || "a tool call") + "?"),
+    const status = String(a.status || "pending");
+    const run = a.run_id && conv.runs.get(a.run_id);
+    const who = run && run.butler ? run.butler : "The butler";
+    const card = h("li", { class: "approval " + status.replace(/[^a-z]/g, ""), "data-approval": a.approval_id, "data-status": status, "data-run": a.run_id || "" },
+      h("div", { class: "a-tool" }, who + (status === "pending" ? " asks to use " : " asked to use ") + (a.tool || "a tool")),
       h("div", { class: "a-summary" }, a.summary || ""));
-    if (a.status === "pending") {
-      const expires = a.expires_at_unix_ms ? h("div", { class: "muted" }, "Expires " + timeOf(a.expires_at_unix_ms)) : null;
+    if (status === "pending") {
+      const expires = a.expires_at_unix_ms ? h("div", { class: "muted a-expiry" }, "Unanswered, it is denied at " + timeOf(a.expires_at_unix_ms)) : null;
       card.append(expires || "", h("div", { class: "a-buttons" },
         h("button", { type: "button", class: "approve", onclick: () => answerApproval(a, "approve", card) }, "Approve"),
         h("button", { type: "button", class: "secondary deny", onclick: () => answerApproval(a, "deny", card) }, "Deny")));
     } else {
-      card.append(h("div", {}, badge(a.status)));
+      card.append(h("div", { class: "a-outcome" }, badge(status), " ", OUTCOME[status] || ""));
     }
     return card;
   }
@@ -478,6 +500,8 @@
       if (snap.title) els.title.textContent = snap.title;
       for (const r of (snap.active_runs || []).concat(snap.queued_runs || []))
         c.runs.set(r.run_id, { run_id: r.run_id, butler: r.butler, state: r.state });
+      // Questions asked before the page came: shown once the transcript is.
+      c.asked = snap.pending_approvals || [];
     } catch (e) {
       if (e instanceof AuthError) return signIn("That token was refused.");
       if (e.status !== 404) notify("The thread did not load: " + e.message, "error");
@@ -494,6 +518,7 @@
       try { await backfill(c); } catch (e) { if (e instanceof AuthError) signIn("That token was refused."); }
       if (conv === c) {
         for (const r of c.runs.values()) onRun(r);
+        for (const a of c.asked.splice(0)) if (!c.approvals.has(a.approval_id)) onApproval(a);
         els.chat.dataset.attached = "true";
         scrollDown(true);
       }

@@ -1,6 +1,9 @@
 -- GET /v1/threads/{id}: thread $1 as one row of thread_list, then its open
 -- runs (collecting, queued, accepted, running) oldest first as a JSON
--- array of {run_id, butler, state}. No row: no such thread.
+-- array of {run_id, butler, state}, then the approval questions its runs
+-- put on its stream that still wait for their answer (not past their
+-- expiry), oldest first, as the `approval` events say them. No row: no
+-- such thread.
 SELECT t.thread_id,
        ((extract(epoch FROM t.last_message_at) * 1000000))::bigint,
        f.body, l.body, r.state, r.error_class, r.error_message, l.cursor,
@@ -10,7 +13,17 @@ SELECT t.thread_id,
                  FROM thread_runs o
                  WHERE o.thread_id = t.thread_id
                    AND o.state IN ('collecting', 'queued', 'accepted',
-                                   'running')), '[]')::text
+                                   'running')), '[]')::text,
+       COALESCE((SELECT json_agg(json_build_object(
+                   'approval_id', a.approval_id, 'run_id', a.run_id,
+                   'tool', a.tool, 'summary', a.summary, 'status', a.status,
+                   'expires_at_unix_ms',
+                   (extract(epoch FROM a.expires_at) * 1000)::bigint)
+                   ORDER BY a.created_at, a.approval_id)
+                 FROM approvals a
+                 WHERE a.status = 'pending' AND a.expires_at > now()
+                   AND a.requester_channel = 'api'
+                   AND a.requester_thread = t.thread_id), '[]')::text
 FROM threads t
 LEFT JOIN LATERAL (
   SELECT left(body, 512) AS body FROM thread_transcript

@@ -351,6 +351,16 @@ TEST_F(Dashboard, EveryPageShowsTheApiAtBothWidthsAndReplayIsAudited) {
     EXPECT_NE(text.find("target_unavailable"), std::string::npos) << text;
     EXPECT_TRUE(fits());
     shot("dead-letters");
+
+    // Pending approvals: none asked here (the list with a question in it:
+    // ChatApprovals.*).
+    ASSERT_TRUE(page.open("#/approvals", "approvals"));
+    text = page.main_text();
+    EXPECT_NE(text.find("0 waiting"), std::string::npos) << text;
+    EXPECT_NE(text.find("No question is waiting"), std::string::npos) << text;
+    EXPECT_EQ(http_->get("/api/approvals?limit=500").status, 400);
+    EXPECT_TRUE(fits());
+    shot("approvals-none");
   }
 
   // -- Replay: asks who and why, replays, audited

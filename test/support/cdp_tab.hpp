@@ -76,6 +76,32 @@ class tab {
                       "=== 'true'");
   }
 
+  /// Clicks the element `selector` as a person does: scrolled into view, a
+  /// left mouse press and release at its centre (Input.dispatchMouseEvent).
+  /// False when it is not there, or something else is on top at that
+  /// point (hidden, covered, off the page).
+  bool click(const std::string& selector) {
+    auto at = eval("(() => { const e = document.querySelector("
+                   + json::quote(selector)
+                   + "); if (!e) return null; e.scrollIntoView({block: "
+                     "'center'}); const r = e.getBoundingClientRect(); const "
+                     "x = r.left + r.width / 2, y = r.top + r.height / 2; "
+                     "const top = document.elementFromPoint(x, y); return top "
+                     "&& e.contains(top) ? [x, y] : null; })()");
+    rapidjson::Document d;
+    if (json::parse(at, d) || !d.IsArray() || d.Size() != 2)
+      return false;
+    auto point = R"("x":)" + json::to_string(d[0]) + R"(,"y":)"
+                 + json::to_string(d[1])
+                 + R"(,"button":"left","buttons":1,"clickCount":1)";
+    return c_.call("Input.dispatchMouseEvent",
+                   R"({"type":"mousePressed",)" + point + "}", session_)
+             .ok
+           && c_.call("Input.dispatchMouseEvent",
+                      R"({"type":"mouseReleased",)" + point + "}", session_)
+                .ok;
+  }
+
   bool viewport(int width, int height, bool mobile) {
     return c_
       .call("Emulation.setDeviceMetricsOverride",

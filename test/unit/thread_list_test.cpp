@@ -183,6 +183,15 @@ TEST(ThreadList, ASnapshotTakesItsRunsFromTheLiveActorOrTheDatabase) {
   EXPECT_STREQ(doc["active_runs"][0]["run_id"].GetString(), "r1");
   ASSERT_EQ(doc["queued_runs"].Size(), 1u);
   EXPECT_EQ(doc["last_event_cursor"].GetInt64(), 7);
+  // Without the approvals column (or with anything but an array): none.
+  ASSERT_TRUE(doc["pending_approvals"].IsArray());
+  EXPECT_EQ(doc["pending_approvals"].Size(), 0u);
+  r.push_back(R"([{"approval_id":"a1","run_id":"r1","tool":"shell",)"
+              R"("summary":"ls","status":"pending","expires_at_unix_ms":9}])");
+  from_db = thread_snapshot_json(r, std::nullopt);
+  ASSERT_FALSE(json::parse(from_db, doc)) << from_db;
+  ASSERT_EQ(doc["pending_approvals"].Size(), 1u);
+  EXPECT_STREQ(doc["pending_approvals"][0]["approval_id"].GetString(), "a1");
   thread_live live;
   live.pending_turns = 2;
   auto from_actor = thread_snapshot_json(r, live);
