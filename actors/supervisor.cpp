@@ -189,6 +189,13 @@ void start_group(supervisor_ptr self) {
   for (auto& c : s.connectors)
     if (c.type == connector_type::telegram && c.enabled)
       tp.telegram.push_back(c);
+  for (auto& a : s.messenger.adapters)
+    if (a.kind == adapter_kind::smtp && tp.mail_from.empty()
+        && std::any_of(a.channels.begin(), a.channels.end(),
+                       [](const std::string& c) {
+                         return c == "*" || c == "email";
+                       }))
+      tp.mail_from = a.from;
   st.tools = self->spawn<caf::linked>(tool_server, std::move(tp), st.ctx);
   st.ctx->set_tool_server(st.tools);
 }

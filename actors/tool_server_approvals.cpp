@@ -86,6 +86,8 @@ void publish(tool_server_ptr self, const approval_wait& w,
 /// Puts the question to the run's starter.
 void put_question(tool_server_ptr self, const approval_wait& w) {
   publish(self, w, "pending");
+  if (w.channel == "email")
+    approval_mail_question(self, w);
   if (w.channel != "telegram")
     return;
   auto* bot = bot_for(self, w.endpoint);
@@ -170,9 +172,9 @@ approval_wait from_row(const std::string& id,
 /// pending, on the actor's thread.
 void write_answer(tool_server_ptr self, const std::string& id,
                   const std::string& status, const std::string& by,
-                  std::function<void(bool)> done) {
+                  std::function<void(bool)> done, const std::string& key = {}) {
   self->state.writes.exec(
-    self, named_statement{"approval_answer", {id, status, by}},
+    self, named_statement{"approval_answer", {id, status, by, key}},
     [done](named_result& r) {
       done(r.ok && !r.rows.empty());
     },
@@ -277,7 +279,9 @@ void approval_ask(tool_server_ptr self, tool_call call,
         rp.deliver(decided(w.approval_id, row[1]));
         return;
       }
-      bool put = row[5] == "t" || w.notice_ref.empty();
+      // A mail is put again: the messenger sends it once (its delivery
+      // is keyed by the question), whether or not it went out before.
+      bool put = row[5] == "t" || w.notice_ref.empty() || w.channel == "email";
       if (row[5] != "t")
         spdlog::info("approval {}: asked again by a retried run; still "
                      "pending",
@@ -293,7 +297,7 @@ void approval_ask(tool_server_ptr self, tool_call call,
 
 void approval_answer(tool_server_ptr self, std::string id, std::string run_id,
                      bool approve, std::string caller,
-                     std::function<void(tool_result)> done) {
+                     std::function<void(tool_result)> done, std::string key) {
   auto& st = self->state;
   if (!st.params.reader) {
     done(tool_failed("unavailable", "no database reader"));
@@ -303,7 +307,7 @@ void approval_answer(tool_server_ptr self, std::string id, std::string run_id,
     ->request(st.params.reader, local_call, read_atom_v,
               named_statement{"approval_get", {id}})
     .then(
-      [self, id, run_id, approve, caller, done](named_result& r) {
+      [self, id, run_id, approve, caller, done, key](named_result& r) {
         if (!r.ok || r.rows.empty() || r.rows[0].size() < 12
             || (!run_id.empty() && r.rows[0][0] != run_id)) {
           done(tool_failed("not_found",
@@ -322,6 +326,12 @@ void approval_answer(tool_server_ptr self, std::string id, std::string run_id,
                            "only the person who started the run may answer"));
           return;
         }
+        if (r.rows[0][4] != "pending" && !key.empty() && r.rows[0].size() > 12
+            && r.rows[0][12] == key) {
+          // The same message again (a redelivery): the answer it gave.
+          done(decided(id, r.rows[0][4]));
+          return;
+        }
         if (r.rows[0][4] != "pending") {
           done(tool_failed("conflict",
                            "approval " + id + " is already " + r.rows[0][4],
@@ -331,17 +341,18 @@ void approval_answer(tool_server_ptr self, std::string id, std::string run_id,
           return;
         }
         std::string status = approve ? "approved" : "denied";
-        write_answer(self, id, status, caller,
-                     [self, w, status, caller, done](bool stored) {
-                       if (!stored) {
-                         done(tool_failed("conflict",
-                                          "approval " + w.approval_id
-                                            + " was answered already"));
-                         return;
-                       }
-                       resolve(self, w, status, caller);
-                       done(decided(w.approval_id, status));
-                     });
+        write_answer(
+          self, id, status, caller,
+          [self, w, status, caller, done](bool stored) {
+            if (!stored) {
+              done(tool_failed("conflict", "approval " + w.approval_id
+                                             + " was answered already"));
+              return;
+            }
+            resolve(self, w, status, caller);
+            done(decided(w.approval_id, status));
+          },
+          key);
       },
       [done](const caf::error& err) {
         done(tool_failed("unavailable", to_string(err)));
