@@ -1,11 +1,11 @@
 // The tool server's approvals (runtime/approvals.md): a session's question
 // is stored through the writer (or found again when a retried run asks it
 // a second time), put to the run's starter (a Telegram message with
-// Approve / Deny buttons, an `approval` event on the thread's stream), and
-// answered when the starter answers (the HTTP API, a button) or when it
-// expires (denied). Nothing here blocks: the Bot API is called on a thread
-// of its own, and the session's request is answered later through its
-// promise.
+// Approve / Deny buttons, a mail (actors/tool_server_approval_mail.cpp), an
+// `approval` event on the thread's stream), and answered when the starter
+// answers (the HTTP API, a button, a mail) or when it expires (denied). Nothing
+// here blocks: the Bot API is called on a thread of its own, and the session's
+// request is answered later through its promise.
 
 #include <cstdlib>
 
