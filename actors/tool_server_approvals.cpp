@@ -8,6 +8,7 @@
 // request is answered later through its promise.
 
 #include <cstdlib>
+#include <optional>
 
 #include <caf/actor_cast.hpp>
 #include <caf/send.hpp>
@@ -169,19 +170,21 @@ approval_wait from_row(const std::string& id,
 }
 
 /// Writes `status` for a pending question; `done(true)` when it was
-/// pending, on the actor's thread.
+/// pending, `done(false)` when it was not, nullopt when the write failed;
+/// on the actor's thread.
 void write_answer(tool_server_ptr self, const std::string& id,
                   const std::string& status, const std::string& by,
-                  std::function<void(bool)> done, const std::string& key = {}) {
+                  std::function<void(std::optional<bool>)> done,
+                  const std::string& key = {}) {
   self->state.writes.exec(
     self, named_statement{"approval_answer", {id, status, by, key}},
     [done](named_result& r) {
-      done(r.ok && !r.rows.empty());
+      done(r.ok ? std::optional<bool>{!r.rows.empty()} : std::nullopt);
     },
     [done, id](const caf::error& err) {
       spdlog::warn("approval {}: the answer was not stored: {}", id,
                    to_string(err));
-      done(false);
+      done(std::nullopt);
     });
 }
 
@@ -343,8 +346,14 @@ void approval_answer(tool_server_ptr self, std::string id, std::string run_id,
         std::string status = approve ? "approved" : "denied";
         write_answer(
           self, id, status, caller,
-          [self, w, status, caller, done](bool stored) {
+          [self, w, status, caller, done](std::optional<bool> stored) {
             if (!stored) {
+              done(tool_failed("unavailable", "approval " + w.approval_id
+                                                + ": the answer was not "
+                                                  "stored"));
+              return;
+            }
+            if (!*stored) {
               done(tool_failed("conflict", "approval " + w.approval_id
                                              + " was answered already"));
               return;
@@ -405,16 +414,17 @@ void approval_expire(tool_server_ptr self, const std::string& id) {
     return; // decided already
   auto w = i->second;
   w.sessions.clear();
-  write_answer(self, id, "expired", "timeout", [self, w](bool stored) {
-    if (stored) {
-      resolve(self, w, "expired", "timeout");
-      return;
-    }
-    // Answered meanwhile (that answer resolves it and the retry finds
-    // nothing), or the write failed: try again in a second.
-    self->delayed_send(self, std::chrono::seconds{1}, expire_atom_v,
-                       w.approval_id);
-  });
+  write_answer(self, id, "expired", "timeout",
+               [self, w](std::optional<bool> stored) {
+                 if (stored.value_or(false)) {
+                   resolve(self, w, "expired", "timeout");
+                   return;
+                 }
+                 // Answered meanwhile (that answer resolves it and the retry
+                 // finds nothing), or the write failed: try again in a second.
+                 self->delayed_send(self, std::chrono::seconds{1},
+                                    expire_atom_v, w.approval_id);
+               });
 }
 
 void approval_sweep(tool_server_ptr self) {
