@@ -15,6 +15,7 @@
 #include <caf/spawn_options.hpp>
 #include <spdlog/spdlog.h>
 
+#include "runtime/approvals.hpp"
 #include "runtime/connector_ingest.hpp"
 #include "runtime/connector_sources.hpp"
 #include "runtime/threads.hpp"
@@ -68,7 +69,7 @@ class actor_sink final : public connector_sink {
   actor_sink(caf::actor_system& sys, connector_actor hdl,
              const connector_params& p, std::shared_ptr<connector_stop> stop)
     : sys_(sys), hdl_(std::move(hdl)), switchboard_(p.switchboard),
-      writer_(p.writer), reader_(p.reader),
+      writer_(p.writer), reader_(p.reader), ctx_(p.ctx),
       metrics_(connector_metrics::of(p.ctx->metrics, p.cfg.name)),
       stop_(std::move(stop)) {
     rules_.connector = p.cfg.name;
@@ -155,6 +156,20 @@ class actor_sink final : public connector_sink {
     return *stop_;
   }
 
+  approval_reply answer_approval(const approval_mail& m) override {
+    auto tools = ctx_->tool_server();
+    if (!tools)
+      return approval_reply::later;
+    auto r = call<tool_result>(tools, approve_atom_v, m);
+    if (!r)
+      return approval_reply::later;
+    if (r->status == tool_status::ok || r->reason == "forbidden"
+        || r->reason == "conflict")
+      return approval_reply::settled;
+    return r->reason == "not_found" ? approval_reply::not_an_answer
+                                    : approval_reply::later;
+  }
+
   bool deliver(std::string notify) override {
     auto r = call<route_response>(switchboard_, deliver_atom_v,
                                   std::move(notify));
@@ -207,6 +222,7 @@ class actor_sink final : public connector_sink {
   switchboard_actor switchboard_;
   inbox_writer_actor writer_;
   db_reader_actor reader_;
+  node_context_ptr ctx_;
   connector_ingest_rules rules_;
   connector_metrics metrics_;
   std::shared_ptr<connector_stop> stop_;

@@ -399,6 +399,12 @@ using tool_server_actor = caf::typed_actor<
   /// conflict (answered or expired already).
   caf::replies_to<approve_atom, std::string, std::string, bool,
                   std::string>::with<tool_result>,
+  /// A mail that replies to a question's mail with `approve` or `deny`
+  /// (the maildir connector's): ok when it answered (now or, the same
+  /// mail, before), else the reason not_found (it names no question: an
+  /// ordinary message), forbidden, conflict (decided already) or
+  /// unavailable.
+  caf::replies_to<approve_atom, approval_mail>::with<tool_result>,
   /// A Telegram callback_query Update (bot, Update JSON) from a connector:
   /// a press on a question's button; answered with answerCallbackQuery.
   caf::reacts_to<approve_atom, std::string, std::string>,

@@ -93,6 +93,18 @@ void start_connectors(supervisor_ptr self) {
   st.ctx->set_connectors(std::move(published));
 }
 
+/// `from` of the first smtp adapter that delivers email ("" when none).
+std::string mail_from_of(const messenger_config& m) {
+  for (auto& a : m.adapters)
+    if (a.kind == adapter_kind::smtp
+        && std::any_of(a.channels.begin(), a.channels.end(),
+                       [](const std::string& c) {
+                         return c == "*" || c == "email";
+                       }))
+      return a.from;
+  return {};
+}
+
 void start_group(supervisor_ptr self) {
   auto& st = self->state;
   st.restarting = false;
@@ -189,6 +201,7 @@ void start_group(supervisor_ptr self) {
   for (auto& c : s.connectors)
     if (c.type == connector_type::telegram && c.enabled)
       tp.telegram.push_back(c);
+  tp.mail_from = mail_from_of(s.messenger);
   st.tools = self->spawn<caf::linked>(tool_server, std::move(tp), st.ctx);
   st.ctx->set_tool_server(st.tools);
 }

@@ -835,6 +835,13 @@ tool_server_actor::behavior_type tool_server(tool_server_ptr self,
                       });
       return rp;
     },
+    [self](approve_atom, approval_mail& m) -> caf::result<tool_result> {
+      auto rp = self->make_response_promise<tool_result>();
+      approval_mail_answer(self, std::move(m), [rp](tool_result r) mutable {
+        rp.deliver(std::move(r));
+      });
+      return rp;
+    },
     [self](approve_atom, const std::string& bot, const std::string& update) {
       approval_callback(self, bot, update);
     },

@@ -15,6 +15,7 @@
 #include "actors/interfaces.hpp"
 #include "actors/node_context.hpp"
 #include "actors/writer_client.hpp"
+#include "runtime/approvals.hpp"
 #include "runtime/blocking_pool.hpp"
 #include "runtime/config.hpp"
 #include "runtime/metrics.hpp"
@@ -33,6 +34,11 @@ struct tool_server_params {
   /// The node's Telegram connectors: whose bot puts approval questions to
   /// people who wrote through it (runtime/approvals.md).
   std::vector<connector_config> telegram;
+  /// `from` of the node's first smtp adapter that delivers email: the
+  /// domain of the Message-ID an approval question's mail gets ("" when
+  /// there is none: questions to people who wrote by mail are answered
+  /// through the API only).
+  std::string mail_from;
 };
 
 /// An approval question waiting for its answer (runtime/approvals.md).
@@ -47,7 +53,8 @@ struct approval_wait {
   std::string endpoint;
   std::string sender;
   std::string thread;
-  /// Where the question was put ("telegram:<chat>:<message_id>").
+  /// Where the question was put ("telegram:<chat>:<message_id>",
+  /// "email:<Message-ID>").
   std::string notice_ref;
   int64_t expires_ms = 0;
   /// The sessions waiting (a retried run may ask while its predecessor's
@@ -115,10 +122,33 @@ void approval_ask(tool_server_ptr self, tool_call call,
                   caf::typed_response_promise<tool_result> rp);
 
 /// A person answers (see `approve_atom, std::string, ...`); `done` gets the
-/// result on the actor's thread.
+/// result on the actor's thread. `key`, when not empty, is the dedupe key
+/// of the message that answers: stored with the answer, and the same
+/// message again gets the answer it gave (ok) instead of a conflict.
 void approval_answer(tool_server_ptr self, std::string approval_id,
                      std::string run_id, bool approve, std::string caller,
-                     std::function<void(tool_result)> done);
+                     std::function<void(tool_result)> done,
+                     std::string key = {});
+
+// -- approvals by mail (actors/tool_server_approval_mail.cpp) --------------
+
+/// The Message-ID (no brackets) of question `approval_id`'s mail for run
+/// `run_id`, sent from `mail_from`; "" when `mail_from` is no address.
+std::string approval_mail_message_id(const std::string& mail_from,
+                                     const std::string& run_id,
+                                     const std::string& approval_id);
+
+/// Puts question `w` (its run came by mail) to its starter as a reply to
+/// their mail, after recording its Message-ID as the notice_ref.
+void approval_mail_question(tool_server_ptr self, const approval_wait& w);
+
+/// A mail that may answer a question (see `approve_atom, approval_mail`):
+/// `done` gets ok (answered, or this very mail answered it before),
+/// not_found (it names no question), forbidden (not the starter),
+/// conflict (decided already; the starter was told by mail) or
+/// unavailable.
+void approval_mail_answer(tool_server_ptr self, approval_mail m,
+                          std::function<void(tool_result)> done);
 
 /// A Telegram callback_query from bot `bot`.
 void approval_callback(tool_server_ptr self, const std::string& bot,

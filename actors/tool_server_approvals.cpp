@@ -1,13 +1,14 @@
 // The tool server's approvals (runtime/approvals.md): a session's question
 // is stored through the writer (or found again when a retried run asks it
 // a second time), put to the run's starter (a Telegram message with
-// Approve / Deny buttons, an `approval` event on the thread's stream), and
-// answered when the starter answers (the HTTP API, a button) or when it
-// expires (denied). Nothing here blocks: the Bot API is called on a thread
-// of its own, and the session's request is answered later through its
-// promise.
+// Approve / Deny buttons, a mail (actors/tool_server_approval_mail.cpp), an
+// `approval` event on the thread's stream), and answered when the starter
+// answers (the HTTP API, a button, a mail) or when it expires (denied). Nothing
+// here blocks: the Bot API is called on a thread of its own, and the session's
+// request is answered later through its promise.
 
 #include <cstdlib>
+#include <optional>
 
 #include <caf/actor_cast.hpp>
 #include <caf/send.hpp>
@@ -86,6 +87,8 @@ void publish(tool_server_ptr self, const approval_wait& w,
 /// Puts the question to the run's starter.
 void put_question(tool_server_ptr self, const approval_wait& w) {
   publish(self, w, "pending");
+  if (w.channel == "email")
+    approval_mail_question(self, w);
   if (w.channel != "telegram")
     return;
   auto* bot = bot_for(self, w.endpoint);
@@ -167,19 +170,21 @@ approval_wait from_row(const std::string& id,
 }
 
 /// Writes `status` for a pending question; `done(true)` when it was
-/// pending, on the actor's thread.
+/// pending, `done(false)` when it was not, nullopt when the write failed;
+/// on the actor's thread.
 void write_answer(tool_server_ptr self, const std::string& id,
                   const std::string& status, const std::string& by,
-                  std::function<void(bool)> done) {
+                  std::function<void(std::optional<bool>)> done,
+                  const std::string& key = {}) {
   self->state.writes.exec(
-    self, named_statement{"approval_answer", {id, status, by}},
+    self, named_statement{"approval_answer", {id, status, by, key}},
     [done](named_result& r) {
-      done(r.ok && !r.rows.empty());
+      done(r.ok ? std::optional<bool>{!r.rows.empty()} : std::nullopt);
     },
     [done, id](const caf::error& err) {
       spdlog::warn("approval {}: the answer was not stored: {}", id,
                    to_string(err));
-      done(false);
+      done(std::nullopt);
     });
 }
 
@@ -277,7 +282,9 @@ void approval_ask(tool_server_ptr self, tool_call call,
         rp.deliver(decided(w.approval_id, row[1]));
         return;
       }
-      bool put = row[5] == "t" || w.notice_ref.empty();
+      // A mail is put again: the messenger sends it once (its delivery
+      // is keyed by the question), whether or not it went out before.
+      bool put = row[5] == "t" || w.notice_ref.empty() || w.channel == "email";
       if (row[5] != "t")
         spdlog::info("approval {}: asked again by a retried run; still "
                      "pending",
@@ -293,7 +300,7 @@ void approval_ask(tool_server_ptr self, tool_call call,
 
 void approval_answer(tool_server_ptr self, std::string id, std::string run_id,
                      bool approve, std::string caller,
-                     std::function<void(tool_result)> done) {
+                     std::function<void(tool_result)> done, std::string key) {
   auto& st = self->state;
   if (!st.params.reader) {
     done(tool_failed("unavailable", "no database reader"));
@@ -303,7 +310,7 @@ void approval_answer(tool_server_ptr self, std::string id, std::string run_id,
     ->request(st.params.reader, local_call, read_atom_v,
               named_statement{"approval_get", {id}})
     .then(
-      [self, id, run_id, approve, caller, done](named_result& r) {
+      [self, id, run_id, approve, caller, done, key](named_result& r) {
         if (!r.ok || r.rows.empty() || r.rows[0].size() < 12
             || (!run_id.empty() && r.rows[0][0] != run_id)) {
           done(tool_failed("not_found",
@@ -322,6 +329,12 @@ void approval_answer(tool_server_ptr self, std::string id, std::string run_id,
                            "only the person who started the run may answer"));
           return;
         }
+        if (r.rows[0][4] != "pending" && !key.empty() && r.rows[0].size() > 12
+            && r.rows[0][12] == key) {
+          // The same message again (a redelivery): the answer it gave.
+          done(decided(id, r.rows[0][4]));
+          return;
+        }
         if (r.rows[0][4] != "pending") {
           done(tool_failed("conflict",
                            "approval " + id + " is already " + r.rows[0][4],
@@ -331,17 +344,24 @@ void approval_answer(tool_server_ptr self, std::string id, std::string run_id,
           return;
         }
         std::string status = approve ? "approved" : "denied";
-        write_answer(self, id, status, caller,
-                     [self, w, status, caller, done](bool stored) {
-                       if (!stored) {
-                         done(tool_failed("conflict",
-                                          "approval " + w.approval_id
-                                            + " was answered already"));
-                         return;
-                       }
-                       resolve(self, w, status, caller);
-                       done(decided(w.approval_id, status));
-                     });
+        write_answer(
+          self, id, status, caller,
+          [self, w, status, caller, done](std::optional<bool> stored) {
+            if (!stored) {
+              done(tool_failed("unavailable", "approval " + w.approval_id
+                                                + ": the answer was not "
+                                                  "stored"));
+              return;
+            }
+            if (!*stored) {
+              done(tool_failed("conflict", "approval " + w.approval_id
+                                             + " was answered already"));
+              return;
+            }
+            resolve(self, w, status, caller);
+            done(decided(w.approval_id, status));
+          },
+          key);
       },
       [done](const caf::error& err) {
         done(tool_failed("unavailable", to_string(err)));
@@ -394,16 +414,17 @@ void approval_expire(tool_server_ptr self, const std::string& id) {
     return; // decided already
   auto w = i->second;
   w.sessions.clear();
-  write_answer(self, id, "expired", "timeout", [self, w](bool stored) {
-    if (stored) {
-      resolve(self, w, "expired", "timeout");
-      return;
-    }
-    // Answered meanwhile (that answer resolves it and the retry finds
-    // nothing), or the write failed: try again in a second.
-    self->delayed_send(self, std::chrono::seconds{1}, expire_atom_v,
-                       w.approval_id);
-  });
+  write_answer(self, id, "expired", "timeout",
+               [self, w](std::optional<bool> stored) {
+                 if (stored.value_or(false)) {
+                   resolve(self, w, "expired", "timeout");
+                   return;
+                 }
+                 // Answered meanwhile (that answer resolves it and the retry
+                 // finds nothing), or the write failed: try again in a second.
+                 self->delayed_send(self, std::chrono::seconds{1},
+                                    expire_atom_v, w.approval_id);
+               });
 }
 
 void approval_sweep(tool_server_ptr self) {

@@ -6,6 +6,7 @@
 #include <caf/actor_system_config.hpp>
 #include <caf/type_id.hpp>
 
+#include "runtime/approvals.hpp"
 #include "runtime/error.hpp"
 #include "runtime/messages.hpp"
 #include "runtime/operator_action.hpp"
@@ -115,6 +116,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(butlers, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(butlers, (butlers::tool_call))
   CAF_ADD_TYPE_ID(butlers, (butlers::tool_result))
   CAF_ADD_TYPE_ID(butlers, (butlers::thread_live))
+  CAF_ADD_TYPE_ID(butlers, (butlers::approval_mail))
 
 CAF_END_TYPE_ID_BLOCK(butlers)
 

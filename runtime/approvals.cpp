@@ -244,4 +244,42 @@ std::optional<approval_press> parse_approval_callback(
   return out;
 }
 
+std::string approval_mail_text(std::string_view butler, std::string_view tool,
+                               std::string_view summary, uint32_t timeout_s) {
+  return approval_question_text(butler, tool, summary, timeout_s)
+         + "\n\nTo answer, reply to this mail with \"approve\" or \"deny\" "
+           "on the first line.";
+}
+
+std::optional<bool> mail_approval_decision(std::string_view text) {
+  auto blank = [](char c) {
+    return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v';
+  };
+  while (!text.empty()) {
+    auto eol = text.find('\n');
+    auto line = text.substr(0, eol);
+    text = eol == std::string_view::npos ? std::string_view{}
+                                         : text.substr(eol + 1);
+    while (!line.empty() && blank(line.front()))
+      line.remove_prefix(1);
+    while (!line.empty() && blank(line.back()))
+      line.remove_suffix(1);
+    if (line.empty())
+      continue;
+    std::string word;
+    for (auto c : line)
+      word += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+    if (word == "approve")
+      return true;
+    if (word == "deny")
+      return false;
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::string approval_mail_notice(std::string_view message_id) {
+  return "email:" + std::string{message_id};
+}
+
 } // namespace butlers

@@ -4,14 +4,18 @@
 // policy (ask, allow, deny and patterns per tool name), the short summary
 // of a tool's arguments that is stored and shown, who may answer (the
 // run's starter), and the Telegram bodies of the question and its answer
-// (an inline keyboard whose callback_data carries the approval id). No I/O
-// here (actors/tool_server_approvals.cpp asks, waits and answers).
+// (an inline keyboard whose callback_data carries the approval id), and the
+// question by mail and a reply that answers it. No I/O here
+// (actors/tool_server_approvals.cpp asks, waits and answers;
+// actors/tool_server_approval_mail.cpp does it by mail).
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <caf/meta/type_name.hpp>
 
 namespace butlers {
 
@@ -130,5 +134,45 @@ struct approval_press {
 /// or its data is not an approval's.
 std::optional<approval_press> parse_approval_callback(
   std::string_view update_json);
+
+// -- mail ------------------------------------------------------------------
+
+/// The question's mail: what `approval_question_text` says, and how to
+/// answer it.
+std::string approval_mail_text(std::string_view butler, std::string_view tool,
+                               std::string_view summary, uint32_t timeout_s);
+
+/// The decision of a reply's text: its first non-empty line, trimmed, is
+/// `approve` or `deny` (any case); nullopt for anything else (then the
+/// mail is an ordinary message). What follows that line (a quoted
+/// question, a signature) does not matter.
+std::optional<bool> mail_approval_decision(std::string_view text);
+
+/// `notice_ref` of a question that went out as the mail `message_id` (no
+/// angle brackets): "email:<message_id>".
+std::string approval_mail_notice(std::string_view message_id);
+
+/// Most ids of a reply's In-Reply-To and References that are looked up.
+constexpr size_t approval_mail_max_refs = 20;
+
+/// A mail that may answer an approval question (the maildir connector's
+/// to the tool server).
+struct approval_mail {
+  /// `approval_mail_notice` of In-Reply-To and the newest References,
+  /// at most `approval_mail_max_refs`.
+  std::vector<std::string> notices;
+  /// The From address: who answers ("email:<from>").
+  std::string from;
+  bool approve = false;
+  /// The mail's dedupe key (`email:<mailbox>:<Message-ID>`): the same mail
+  /// again is recognised as the answer it gave.
+  std::string key;
+};
+
+template<class Inspector>
+typename Inspector::result_type inspect(Inspector& f, approval_mail& x) {
+  return f(caf::meta::type_name("approval_mail"), x.notices, x.from, x.approve,
+           x.key);
+}
 
 } // namespace butlers

@@ -104,6 +104,22 @@ class connector_stop {
 
 // -- the sink -----------------------------------------------------------------
 
+struct approval_mail;
+
+/// What became of a mail offered as the answer to an approval question
+/// (`connector_sink::answer_approval`).
+enum class approval_reply : uint8_t {
+  /// It names no question: an ordinary message, submit it.
+  not_an_answer,
+  /// It was the answer (stored), a refused one (not the starter), or came
+  /// after the question was decided: nothing to submit, the source may
+  /// forget it.
+  settled,
+  /// Nothing decided now (the database or the tool server is away): keep
+  /// it and offer it again later.
+  later,
+};
+
 /// What a source counts by itself, without submitting anything.
 enum class source_event : uint8_t {
   /// An event of a kind the connector does not take (a Telegram
@@ -180,6 +196,14 @@ class connector_sink {
 
   /// The connector's stop signal.
   virtual connector_stop& stop() = 0;
+
+  /// Offers a mail that replies to a question's mail with `approve` or
+  /// `deny` to the node's approvals (runtime/approvals.md): answered,
+  /// refused or told it was decided already, or not an answer at all.
+  virtual approval_reply answer_approval(const approval_mail& m) {
+    (void)m;
+    return approval_reply::not_an_answer;
+  }
 
   /// Hands a notify.v1 (JSON text) to the messenger through the
   /// switchboard, as a butler's reply goes: true once the messenger has

@@ -153,6 +153,12 @@ class smtp_adapter final : public delivery_adapter {
   std::function<int64_t()> now_us_;
 };
 
+/// The key an smtp adapter makes a delivery's Message-ID from
+/// (`mail_draft::delivery_key`, `reply_message_id`): one per (request,
+/// segment), so whoever knows both knows the id before the mail goes out.
+std::string smtp_delivery_key(std::string_view request_id,
+                              std::string_view segment_id);
+
 using delivery_adapter_ptr = std::shared_ptr<const delivery_adapter>;
 
 /// The adapter `cfg.kind` names; a telegram adapter takes the token and

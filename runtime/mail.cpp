@@ -411,10 +411,14 @@ std::string raw_json(const mail_message& m) {
 
 } // namespace
 
+std::string mail_event_id(const mail_message& m) {
+  return m.message_id.empty() ? "sha256:" + m.content_sha256
+                              : bounded_id(m.message_id);
+}
+
 std::string mail_to_ingest(const mail_message& m,
                            const mail_ingest_options& opts) {
-  auto event_id = m.message_id.empty() ? "sha256:" + m.content_sha256
-                                       : bounded_id(m.message_id);
+  auto event_id = mail_event_id(m);
   std::string thread;
   if (!m.references.empty())
     thread = bounded_id(m.references.front());

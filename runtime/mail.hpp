@@ -141,6 +141,10 @@ constexpr size_t mail_max_text = 65536;
 std::string mail_to_ingest(const mail_message& m,
                            const mail_ingest_options& opts);
 
+/// `event.external_event_id` of a mail's envelope (see `mail_to_ingest`):
+/// its Message-ID, or `sha256:<content hash>` without one.
+std::string mail_event_id(const mail_message& m);
+
 /// The names and shapes of `payload.raw` in a mail's envelope. The SMTP
 /// adapter reads them back from the stored request; keep them stable:
 /// - `message_id`: string, without brackets ("" when absent);

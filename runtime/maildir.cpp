@@ -266,6 +266,7 @@ maildir_poll_report maildir_poller::poll_once(size_t batch,
 bool maildir_poller::submit_group(const std::vector<std::string>& names,
                                   maildir_poll_report& report) {
   std::vector<ready_mail> ready;
+  bool go_on = true;
   for (auto& name : names) {
     auto p = prepare(name);
     if (auto* r = std::get_if<ready_mail>(&p)) {
@@ -273,17 +274,21 @@ bool maildir_poller::submit_group(const std::vector<std::string>& names,
       continue;
     }
     auto s = std::get<step>(p);
-    tally(report, false, false, s == step::unreadable, s == step::stuck);
+    tally(report, s == step::seen, s == step::quarantined,
+          s == step::unreadable, s == step::stuck);
+    if (s == step::deferred) {
+      ++report.deferred;
+      go_on = false;
+    }
   }
   if (ready.empty())
-    return true;
+    return go_on;
   std::vector<std::string> envelopes;
   envelopes.reserve(ready.size());
   for (auto& r : ready)
     envelopes.push_back(r.envelope);
   metrics_.submitted->inc(envelopes.size());
   auto results = submit_(envelopes);
-  bool go_on = true;
   for (size_t i = 0; i < ready.size(); ++i) {
     auto s = i < results.size()
                ? settle(ready[i].name, results[i])
@@ -309,6 +314,9 @@ std::variant<maildir_poller::ready_mail, maildir_poller::step> maildir_poller::
   if (!parsed.message)
     return unreadable(
       move_to_quarantine(name, "not a usable mail: " + parsed.error));
+  if (answer_)
+    if (auto verdict = answer_(*parsed.message))
+      return settle(name, *verdict);
   mail_ingest_options opts;
   opts.mailbox = mailbox_;
   opts.now_us = now_us_();

@@ -105,6 +105,16 @@ struct mail_submit_result {
 using mail_submit_fn = std::function<std::vector<mail_submit_result>(
   const std::vector<std::string>& envelopes)>;
 
+struct mail_message;
+
+/// Looks at a parsed mail before it is submitted: nullopt submits it as
+/// usual; a result settles it as a submission's would (`stored`: handled,
+/// moved to `cur/`; `later`: left in `new/` for a later pass). What
+/// answers an approval question by mail (runtime/approvals.md) instead of
+/// becoming a request.
+using mail_answer_fn = std::function<std::optional<mail_submit_result>(
+  const mail_message& m)>;
+
 /// The poller's counters; each points at a counter that outlives it.
 struct maildir_metrics {
   /// Files submitted (each try, a retry after `unavailable` included).
@@ -162,6 +172,12 @@ class maildir_poller {
     return dir_;
   }
 
+  /// Every parsed mail goes to `f` first (see `mail_answer_fn`). Set it
+  /// before the first `poll_once`.
+  void on_answer(mail_answer_fn f) {
+    answer_ = std::move(f);
+  }
+
  private:
   /// What became of one file.
   enum class step {
@@ -183,7 +199,8 @@ class maildir_poller {
     std::string envelope;
   };
 
-  /// Reads and parses `name`: its envelope, or what became of it.
+  /// Reads and parses `name`: its envelope, or what became of it (also
+  /// when `answer_` settled it).
   std::variant<ready_mail, step> prepare(const std::string& name);
   /// Carries out the verdict on a submitted file.
   step settle(const std::string& name, const mail_submit_result& out);
@@ -198,6 +215,7 @@ class maildir_poller {
   std::string mailbox_;
   size_t in_flight_;
   mail_submit_fn submit_;
+  mail_answer_fn answer_;
   maildir_metrics metrics_;
   std::function<int64_t()> now_us_;
   /// Files that could not be moved out of `new/`: never submitted again

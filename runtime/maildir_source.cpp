@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "runtime/dedupe.hpp"
 #include "runtime/threads.hpp"
 
 namespace butlers {
@@ -18,6 +19,45 @@ mail_submit_result mail_verdict(const submit_outcome& out) {
     case submit_status::rate_limited:
       return {mail_submit::invalid, out.message};
     default: return {mail_submit::later, out.message};
+  }
+}
+
+std::optional<approval_mail> approval_mail_of(const mail_message& m,
+                                              const std::string& mailbox) {
+  if (m.in_reply_to.empty() && m.references.empty())
+    return std::nullopt;
+  auto decision = mail_approval_decision(m.text);
+  if (!decision)
+    return std::nullopt;
+  approval_mail out;
+  out.from = m.from.address;
+  out.approve = *decision;
+  if (!m.in_reply_to.empty())
+    out.notices.push_back(approval_mail_notice(m.in_reply_to));
+  // The question is the mail answered, so the newest reference.
+  for (auto i = m.references.rbegin();
+       i != m.references.rend() && out.notices.size() < approval_mail_max_refs;
+       ++i)
+    if (*i != m.in_reply_to)
+      out.notices.push_back(approval_mail_notice(*i));
+  auto event_id = mail_event_id(m);
+  dedupe_input key;
+  key.channel = "email";
+  key.endpoint_identity = mailbox;
+  key.external_event_id = event_id;
+  key.sender_identity = m.from.address;
+  out.key = dedupe_key(key, 300);
+  return out;
+}
+
+std::optional<mail_submit_result> approval_verdict(approval_reply r) {
+  switch (r) {
+    case approval_reply::settled:
+      return mail_submit_result{mail_submit::stored, "an approval answer"};
+    case approval_reply::later:
+      return mail_submit_result{mail_submit::later,
+                                "the approvals did not answer"};
+    default: return std::nullopt;
   }
 }
 
@@ -50,6 +90,14 @@ void maildir_source::run(connector_sink& sink) {
                         [] {
                           return unix_now_us();
                         }};
+  poller.on_answer(
+    [&sink, mailbox = cfg_.endpoint_identity](
+      const mail_message& m) -> std::optional<mail_submit_result> {
+      auto answer = approval_mail_of(m, mailbox);
+      if (!answer)
+        return std::nullopt;
+      return approval_verdict(sink.answer_approval(*answer));
+    });
   auto& stop = sink.stop();
   std::string last_error;
   while (!stop.raised()) {

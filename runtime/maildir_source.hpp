@@ -6,9 +6,13 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
+#include <string>
 
+#include "runtime/approvals.hpp"
 #include "runtime/config.hpp"
 #include "runtime/connector_source.hpp"
+#include "runtime/mail.hpp"
 #include "runtime/maildir.hpp"
 
 namespace butlers {
@@ -17,6 +21,17 @@ namespace butlers {
 /// stored, invalid is for good, the rest (unavailable, refused) is for a
 /// later pass.
 mail_submit_result mail_verdict(const submit_outcome& out);
+
+/// The approval answer a mail may be (runtime/approvals.md): a reply (it
+/// has In-Reply-To or References) whose first non-empty line is `approve`
+/// or `deny`; nullopt for anything else. `mailbox` is the connector's
+/// endpoint identity (part of the mail's dedupe key).
+std::optional<approval_mail> approval_mail_of(const mail_message& m,
+                                              const std::string& mailbox);
+
+/// How a maildir source settles what `connector_sink::answer_approval`
+/// answered: nullopt (submit it as a message), stored, or later.
+std::optional<mail_submit_result> approval_verdict(approval_reply r);
 
 class maildir_source final : public connector_source {
  public:

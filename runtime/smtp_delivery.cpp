@@ -115,6 +115,11 @@ std::variant<mail_draft, delivery_attempt> make_draft(
 
 } // namespace
 
+std::string smtp_delivery_key(std::string_view request_id,
+                              std::string_view segment_id) {
+  return std::string{request_id} + '\n' + std::string{segment_id} + "\nmail";
+}
+
 smtp_adapter::smtp_adapter(delivery_adapter_config cfg)
   : smtp_adapter(std::move(cfg), smtp_send, std::getenv, system_now_us) {
   // nop
@@ -161,7 +166,7 @@ delivery_attempt smtp_adapter::deliver(const delivery_context& dc) const {
   }
   auto& d = std::get<mail_draft>(draft);
   // One key, one Message-ID: a redelivery is recognisably the same mail.
-  d.delivery_key = dc.request_id + '\n' + dc.segment_id + "\nmail";
+  d.delivery_key = smtp_delivery_key(dc.request_id, dc.segment_id);
   d.date_us = now_us_();
   std::string error;
   auto mail = compose_mail(d, &error);

@@ -369,5 +369,141 @@ TEST_F(Approvals, ClaudeCodesPermissionPromptFollowsTheButlersPatterns) {
   EXPECT_EQ(approvals_count(), 0);
 }
 
+// Steer input while a run waits for approval (spec 003 §8.3): a turn of
+// the same thread joins the waiting run as steer input (stored at once, no
+// second run), and once the starter answers, the run's next step sees it.
+class ApprovalsWhileWaiting : public node_fixture {
+ protected:
+  /// The `general` butler on `family`'s fake with `command`, asking its
+  /// starter; runs come through the thread API.
+  void start(const std::string& family, const std::string& command) {
+    use_database("approvals_steer");
+    use_files("approvals_steer");
+    ASSERT_TRUE(
+      start_node(node_head("approvals-steer-test", 5)
+                 + "[[butler]]\nname = \"general\"\napprovals = \"ask\"\n"
+                   "approval_timeout_s = 60\n[butler.runtime]\nkind = \"cli\"\n"
+                   "family = \""
+                 + family + "\"\ncommand = " + command
+                 + "\n[[messenger.adapter]]\nkind = \"outbox\"\npath = \""
+                 + dir_ + "/outbox.jsonl\"\n"));
+  }
+
+  /// POSTs a turn; the answer's status, run_id and kind.
+  std::vector<std::string> turn(const std::string& thread,
+                                const std::string& message_id,
+                                const std::string& text) {
+    auto r = http_->post("/v1/threads/" + thread + "/turns",
+                         R"({"message_id":")" + message_id + R"(","text":)"
+                           + json::quote(text) + "}");
+    rapidjson::Document doc;
+    std::vector<std::string> out{std::to_string(r.status), "", "", r.body};
+    if (!json::parse(r.body, doc) && doc.IsObject()) {
+      for (auto [i, key] : {std::pair{1, "run_id"}, std::pair{2, "kind"}})
+        if (doc.HasMember(key) && doc[key].IsString())
+          out[static_cast<size_t>(i)] = doc[key].GetString();
+    }
+    return out;
+  }
+
+  std::string query(const std::string& sql, const std::string& arg) {
+    pqxx::connection conn{url_};
+    pqxx::nontransaction tx{conn};
+    auto r = tx.exec_params(sql, arg);
+    return r.empty() || r[0][0].is_null() ? std::string{}
+                                          : r[0][0].as<std::string>();
+  }
+
+  /// The pending question of run `run_id` ("" until there is one).
+  std::string pending_question(const std::string& run_id) {
+    return query("SELECT approval_id::text FROM approvals WHERE run_id = $1 "
+                 "AND status = 'pending'",
+                 run_id);
+  }
+
+  std::string run_state(const std::string& run_id) {
+    return query("SELECT state FROM thread_runs WHERE run_id = $1", run_id);
+  }
+
+  std::string reply(const std::string& run_id) {
+    return query("SELECT body FROM thread_transcript WHERE run_id = $1 AND "
+                 "role = 'assistant'",
+                 run_id);
+  }
+
+  int runs_of(const std::string& thread) {
+    return std::stoi(
+      query("SELECT count(*) FROM thread_runs WHERE thread_id = $1", thread));
+  }
+
+  /// Starts a run that asks, steers it while the question waits, then
+  /// approves; returns the run's answer.
+  std::string steer_while_waiting(const std::string& thread) {
+    auto first = turn(thread, "w1", "clean the build");
+    EXPECT_EQ(first[0], "200") << first[3];
+    auto run_id = first[1];
+    std::string id;
+    EXPECT_TRUE(eventually(
+      [&] {
+        id = pending_question(run_id);
+        return !id.empty();
+      },
+      30s))
+      << node_->log();
+    if (id.empty())
+      return {};
+    auto steer = turn(thread, "w2", "and keep the logs");
+    EXPECT_EQ(steer[0], "200") << steer[3];
+    EXPECT_EQ(steer[2], "steer") << steer[3];
+    EXPECT_EQ(steer[1], run_id) << "joined the waiting run";
+    // Stored at once, while the run still waits.
+    EXPECT_EQ(query("SELECT body FROM thread_transcript WHERE thread_id = $1 "
+                    "AND message_id = 'w2'",
+                    thread),
+              "and keep the logs");
+    EXPECT_EQ(pending_question(run_id), id) << "still waiting";
+    EXPECT_EQ(run_state(run_id), "running");
+    auto yes = http_->post("/v1/runs/" + run_id + "/approvals/" + id,
+                           R"({"decision":"approve"})");
+    EXPECT_EQ(yes.status, 200) << yes.body;
+    EXPECT_TRUE(eventually(
+      [&] {
+        auto s = run_state(run_id);
+        return s == "ok" || s == "error" || s == "cancelled";
+      },
+      30s))
+      << node_->log();
+    EXPECT_EQ(run_state(run_id), "ok") << node_->log();
+    EXPECT_EQ(runs_of(thread), 1) << "no run of its own for the steer";
+    return reply(run_id);
+  }
+};
+
+TEST_F(ApprovalsWhileWaiting, ACodexRunSeesSteerInputThatCameDuringTheWait) {
+  start("codex", R"(["env", "FAKE_CODEX_APPROVAL=1", )"
+                   + json::quote(BUTLERS_FAKE_CODEX) + "]");
+  auto text = steer_while_waiting("t-wait-codex");
+  // The turn took the steer while the approval request was open, and its
+  // answer (after the approval) covers both.
+  auto prompt_at = text.find(R"("clean the build")");
+  auto rest_at = text.find(" | and keep the logs | approval: accept");
+  EXPECT_NE(prompt_at, std::string::npos) << text;
+  EXPECT_NE(rest_at, std::string::npos) << text << node_->log();
+  EXPECT_LT(prompt_at, rest_at) << text << node_->log();
+}
+
+TEST_F(ApprovalsWhileWaiting, AClaudeRunSeesSteerInputThatCameDuringTheWait) {
+  start("claude",
+        R"(["env", )"
+          + json::quote(R"(FAKE_CLAUDE_PERMISSION=[{"tool_name":"Bash",)"
+                        R"("input":{"command":"rm -rf build"}}])")
+          + ", " + json::quote(BUTLERS_FAKE_CLAUDE) + "]");
+  auto text = steer_while_waiting("t-wait-claude");
+  // Claude Code gets the steer as the next user message once its answer
+  // after the permission is done: the run's last answer echoes it.
+  EXPECT_NE(text.find("and keep the logs"), std::string::npos)
+    << text << node_->log();
+}
+
 } // namespace
 } // namespace butlers::test

@@ -133,5 +133,33 @@ TEST(CodexApprovals, WithoutApprovalsRequestsAreDeclinedAtOnce) {
   EXPECT_NE(s.writes[0].find("decline"), std::string::npos);
 }
 
+TEST(ApprovalMail, TheFirstNonEmptyLineDecidesWhateverIsQuotedBelow) {
+  EXPECT_EQ(mail_approval_decision("approve"), true);
+  EXPECT_EQ(mail_approval_decision("\r\n  \n\tApprove \r\n\n> Approve?\n"),
+            true);
+  EXPECT_EQ(mail_approval_decision("DENY\nOn Sunday, Butlers wrote:\n> x"),
+            false);
+  EXPECT_EQ(mail_approval_decision("Deny\n-- \nAlice"), false);
+  // Anything else on that line is an ordinary message.
+  EXPECT_EQ(mail_approval_decision("approved"), std::nullopt);
+  EXPECT_EQ(mail_approval_decision("approve it"), std::nullopt);
+  EXPECT_EQ(mail_approval_decision("> approve\napprove"), std::nullopt);
+  EXPECT_EQ(mail_approval_decision("What would this delete?\napprove"),
+            std::nullopt);
+  EXPECT_EQ(mail_approval_decision(""), std::nullopt);
+  EXPECT_EQ(mail_approval_decision(" \n\n"), std::nullopt);
+}
+
+TEST(ApprovalMail, TheQuestionSaysHowToAnswer) {
+  auto text = approval_mail_text("health", "shell", "rm -rf build", 60);
+  EXPECT_NE(text.find("health asks to use shell: rm -rf build"),
+            std::string::npos);
+  EXPECT_NE(text.find(R"(reply to this mail with "approve" or "deny" on the )"
+                      "first line"),
+            std::string::npos)
+    << text;
+  EXPECT_EQ(approval_mail_notice("q1@example.net"), "email:q1@example.net");
+}
+
 } // namespace
 } // namespace butlers

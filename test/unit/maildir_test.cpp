@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/ingest.hpp"
+#include "runtime/mail.hpp"
 #include "runtime/maildir.hpp"
 #include "runtime/maildir_source.hpp"
 #include "test/support/fake_connector_sink.hpp"
@@ -424,6 +425,42 @@ TEST_F(MaildirPoller, AMissingNewDirectoryIsReported) {
   EXPECT_NE(r.error, "");
 }
 
+TEST_F(MaildirPoller, AMailTheAnswerHookSettlesIsNeverSubmitted) {
+  drop("1.A.host", "multipart_alternative.eml");
+  drop("2.B.host", "reply_with_references.eml");
+  drop("3.C.host", "base64.eml");
+  auto poller = make(4);
+  std::vector<std::string> offered;
+  std::optional<mail_submit_result> verdict{
+    mail_submit_result{mail_submit::stored, "answered"}};
+  poller.on_answer([&](const mail_message& m) {
+    offered.push_back(m.message_id);
+    return m.in_reply_to.empty() ? std::nullopt : verdict;
+  });
+  auto r = poller.poll_once(10);
+  EXPECT_EQ(offered.size(), 3u) << "each parsed mail is offered";
+  EXPECT_EQ(r.seen, 3u);
+  EXPECT_EQ(in("cur").size(), 3u);
+  // The reply was settled by the hook; the other two were submitted.
+  EXPECT_EQ(ingest.envelopes.size(), 2u);
+  for (auto& e : ingest.envelopes)
+    EXPECT_EQ(e.find("r3@mail.example.org"), std::string::npos) << e;
+}
+
+TEST_F(MaildirPoller, AnAnswerThatCannotBeDecidedNowStaysInNew) {
+  drop("1.B.host", "reply_with_references.eml");
+  auto poller = make();
+  poller.on_answer([](const mail_message&) {
+    return std::optional<mail_submit_result>{
+      mail_submit_result{mail_submit::later, "away"}};
+  });
+  auto r = poller.poll_once(10);
+  EXPECT_EQ(r.deferred, 1u);
+  EXPECT_EQ(in("new"), std::vector<std::string>{"1.B.host"});
+  EXPECT_TRUE(ingest.envelopes.empty());
+  EXPECT_EQ(count("deferred"), 1u);
+}
+
 // -- the connector source -----------------------------------------------------
 
 TEST(MaildirSource, TheIngestAnswerMapsOntoTheVerdict) {
@@ -501,6 +538,37 @@ TEST(MaildirSource, AMaildirThatCannotBeMadeThrowsForTheRunnersBackoff) {
   maildir_source source{cfg, register_maildir_metrics(reg, "mail")};
   test::fake_connector_sink sink;
   EXPECT_THROW(source.run(sink), std::runtime_error);
+}
+
+TEST(MaildirSource, AReplyWithApproveOrDenyFirstIsOfferedAsAnAnswer) {
+  auto parsed = parse_mail(
+    "Message-ID: <yes1@mail.example.org>\nFrom: Alice <alice@Example.org>\n"
+    "In-Reply-To: <q1@example.net>\nReferences: <root@mail.example.org> "
+    "<q1@example.net>\nSubject: Re: x\n\n Approve\n\n> Approve?\n");
+  ASSERT_TRUE(parsed.message) << parsed.error;
+  auto a = approval_mail_of(*parsed.message, "inbox@example.net");
+  ASSERT_TRUE(a);
+  EXPECT_TRUE(a->approve);
+  EXPECT_EQ(a->from, "alice@example.org");
+  EXPECT_EQ(a->notices,
+            (std::vector<std::string>{"email:q1@example.net",
+                                      "email:root@mail.example.org"}));
+  EXPECT_EQ(a->key, "email:17:inbox@example.net:yes1@mail.example.org")
+    << "the dedupe key its envelope would get";
+  // Not a reply, or another first line: an ordinary message.
+  auto fresh = parse_mail("From: a@example.org\nMessage-ID: <n@x>\n\ndeny\n");
+  ASSERT_TRUE(fresh.message);
+  EXPECT_FALSE(approval_mail_of(*fresh.message, "inbox@example.net"));
+  auto other = parse_mail(
+    "From: a@example.org\nIn-Reply-To: <q1@example.net>\n\nwhy?\napprove\n");
+  ASSERT_TRUE(other.message);
+  EXPECT_FALSE(approval_mail_of(*other.message, "inbox@example.net"));
+  // What the sink answers, for the poller.
+  EXPECT_FALSE(approval_verdict(approval_reply::not_an_answer));
+  EXPECT_EQ(approval_verdict(approval_reply::settled)->verdict,
+            mail_submit::stored);
+  EXPECT_EQ(approval_verdict(approval_reply::later)->verdict,
+            mail_submit::later);
 }
 
 } // namespace
