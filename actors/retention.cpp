@@ -114,11 +114,13 @@ void step(retention_ptr self) {
     return;
   }
   auto started = std::chrono::steady_clock::now();
+  double took_ms = 0;
   try {
     auto counts = run_batch(st, next->first.query, next->second);
-    st.batch_ms->observe(std::chrono::duration<double, std::milli>(
-                           std::chrono::steady_clock::now() - started)
-                           .count());
+    took_ms = std::chrono::duration<double, std::milli>(
+                std::chrono::steady_clock::now() - started)
+                .count();
+    st.batch_ms->observe(took_ms);
     count_rows(st, counts);
     st.pass->record(counts);
   } catch (const std::exception& e) {
@@ -132,7 +134,10 @@ void step(retention_ptr self) {
     end_pass(self, true);
     return;
   }
-  schedule(self, std::chrono::milliseconds{st.cfg.pause_ms});
+  // Paced by what the batch cost (its statement and its commit's flush):
+  // on a database busy with the node's own work batches take longer, and
+  // the pruning backs off in proportion.
+  schedule(self, retention_pause(st.cfg, took_ms));
 }
 
 } // namespace

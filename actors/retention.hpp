@@ -44,7 +44,9 @@ struct retention_state {
 /// (once the writer has connected and migrated) and then every
 /// `interval_s` after the previous pass ended: each statement of
 /// runtime/retention.hpp batch by batch (`batch_rows` rows per table per
-/// batch, `pause_ms` between batches), each batch its own short
+/// batch, then a pause of at least `pause_ms` that grows with the batch's
+/// time so that batches fill at most `duty_pct` of the wall time, see
+/// `retention_pause`), each batch its own short
 /// transaction that skips rows locked elsewhere, so the writers never wait
 /// for it for long. Each batch's rows are counted in
 /// `butlers_retention_rows_total{table,action}`; each pass is logged per

@@ -171,7 +171,11 @@ const fields<retention_config>& retention_fields() {
     integer("batch_rows", &c::batch_rows, 1, 100000,
             "most rows one retention statement touches per table"),
     integer("pause_ms", &c::pause_ms, 0, 60000,
-            "pause between two retention batches"),
+            "least pause between two retention batches"),
+    integer("duty_pct", &c::duty_pct, 1, 100,
+            "most of the wall time the retention spends in batches: after "
+            "a batch of B ms it waits at least B x (100 - duty_pct) / "
+            "duty_pct ms"),
   };
   return list;
 }

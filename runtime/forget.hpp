@@ -77,8 +77,9 @@ std::string forget_report_json(const forget_report& r,
                                const std::string& sender_sha256);
 
 /// The tables a forget erases from, in the order it does: one entry per
-/// statement (sql/queries/forget_*.sql). This list and `forget_catalogue`
-/// in forget.cpp are the one place that names them.
+/// statement (sql/queries/forget_*.sql). `forget_catalogue` in forget.cpp
+/// is the one place that names them; its tables are exactly those of
+/// `people_tables()` (runtime/retention.hpp), which a unit test checks.
 struct forget_step {
   /// The table the statement erases from.
   const char* table;

@@ -1,6 +1,7 @@
 #include "runtime/retention.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace butlers {
 
@@ -26,6 +27,14 @@ uint32_t retention_days(const retention_config& cfg, retention_class x) {
     case retention_class::state: return cfg.state_days;
   }
   return cfg.content_days;
+}
+
+std::chrono::milliseconds retention_pause(const retention_config& cfg,
+                                          double batch_ms) {
+  double duty = std::clamp<uint32_t>(cfg.duty_pct, 1, 100);
+  double paced = std::max(0.0, batch_ms) * (100.0 - duty) / duty;
+  double ms = std::min(std::max<double>(cfg.pause_ms, paced), 60000.0);
+  return std::chrono::milliseconds{static_cast<int64_t>(std::ceil(ms))};
 }
 
 // -- the catalogue ------------------------------------------------------------

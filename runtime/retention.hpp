@@ -7,6 +7,7 @@
 // statement runs next, with how many days), without actors or a database.
 // actors/retention.cpp carries it out on a connection of its own.
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -43,12 +44,22 @@ struct retention_config {
   /// Days a butler's tool state (a key of its store) is kept after it was
   /// last written.
   uint32_t state_days = 365;
-  /// Most rows one statement touches per table (one batch).
-  uint32_t batch_rows = 1000;
-  /// Pause between two batches, so the pruning never takes more than its
-  /// share of the database.
+  /// Most rows one statement touches per table (one batch): small, so
+  /// each batch's transaction, and the WAL its commit flushes, stay short.
+  uint32_t batch_rows = 200;
+  /// Least pause between two batches.
   uint32_t pause_ms = 20;
+  /// Most of the wall time the pruning spends in batches, in percent: after
+  /// a batch that took B ms the next waits at least B x (100 - duty_pct) /
+  /// duty_pct ms, so a database slowed by other work slows the pruning
+  /// with it (`retention_pause`).
+  uint32_t duty_pct = 20;
 };
+
+/// The pause after a batch that took `batch_ms`: `pause_ms`, or longer when
+/// the batch was slow enough that `duty_pct` needs more (at most a minute).
+std::chrono::milliseconds retention_pause(const retention_config& cfg,
+                                          double batch_ms);
 
 /// The classes of data, each with its own retention.
 enum class retention_class : uint8_t {

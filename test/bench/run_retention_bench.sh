@@ -4,6 +4,7 @@
 #
 #   test/bench/run_retention_bench.sh [--rows N] [--rate R] [--duration S]
 #                                     [--batch-rows N] [--pause-ms MS]
+#                                     [--duty-pct P]
 #                                     [--build-dir DIR] [--no-build]
 #
 #   build butlers-node and butlers_ingest_load -> PostgreSQL 15 in a
@@ -14,6 +15,8 @@
 #   all with text) -> at once the same load again while the retention
 #   redacts them -> a table: p50/p99 of both runs, their ratio, how long
 #   the prune took and whether it overlapped the measured window.
+#   --batch-rows, --pause-ms and --duty-pct set those `[retention]` keys;
+#   without them the node runs on its defaults (config/README.md).
 #
 # Prints a table; passes or fails nothing (test/bench/README.md). The
 # temporary directory, the node and PostgreSQL are removed on exit.
@@ -24,8 +27,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
 rows=100000
 rate=200
 duration=20
-batch_rows=1000
-pause_ms=20
+batch_rows=""
+pause_ms=""
+duty_pct=""
 build_dir="$ROOT/build"
 do_build=1
 while [ $# -gt 0 ]; do
@@ -35,6 +39,7 @@ while [ $# -gt 0 ]; do
     --duration) duration=${2:?}; shift ;;
     --batch-rows) batch_rows=${2:?}; shift ;;
     --pause-ms) pause_ms=${2:?}; shift ;;
+    --duty-pct) duty_pct=${2:?}; shift ;;
     --build-dir) build_dir=${2:?}; shift ;;
     --no-build) do_build=0 ;;
     -h|--help) awk 'NR > 1 && /^set -euo/ { exit } NR > 1' "$0"; exit 0 ;;
@@ -42,9 +47,22 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-for v in rows rate duration batch_rows pause_ms; do
-  [[ ${!v} =~ ^[0-9]+$ ]] || die "--${v//_/-} takes a whole number"
+for v in rows rate duration batch_rows pause_ms duty_pct; do
+  case "$v:${!v}" in
+    batch_rows: | pause_ms: | duty_pct:) ;;
+    *) [[ ${!v} =~ ^[0-9]+$ ]] || die "--${v//_/-} takes a whole number" ;;
+  esac
 done
+# The [retention] pacing keys given on the command line, else the node's
+# defaults.
+pacing=""
+pacing_text=""
+for v in batch_rows pause_ms duty_pct; do
+  [ -n "${!v}" ] || continue
+  pacing+="$v = ${!v}"$'\n'
+  pacing_text+="${pacing_text:+, }$v = ${!v}"
+done
+[ -n "$pacing_text" ] || pacing_text="the node's default pacing"
 
 if [ "$do_build" = 1 ]; then
   build_node_and_bench butlers_ingest_load "$build_dir"
@@ -94,9 +112,7 @@ port = $node_port
 [retention]
 interval_s = 1
 content_days = 0
-batch_rows = $batch_rows
-pause_ms = $pause_ms
-
+$pacing
 [[butler]]
 name = "general"
 max_concurrent_sessions = 8
@@ -217,7 +233,7 @@ echo
 echo "Retention under load: $rows finished requests (inbox row, plan, segment,"
 echo "work item each) redacted while the node ingests $rate requests/s"
 echo "(open loop, 16 connections, $duration s measured after 2 s warm-up);"
-echo "batch_rows = $batch_rows, pause_ms = $pause_ms; $(nproc) CPUs."
+echo "$pacing_text; $(nproc) CPUs."
 echo
 echo "| run | accepted/s | p50 ms | p99 ms | max ms | 429 | 503 | errors |"
 echo "|---|---|---|---|---|---|---|---|"

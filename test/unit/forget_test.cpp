@@ -1,6 +1,6 @@
 // Forgetting a person (runtime/forget.md): what an order must say, and the
-// one catalogue of tables. The erasure itself runs against PostgreSQL in
-// test/integration/forget_pgtest.cpp.
+// catalogue of tables, which must name the same tables as the retention's. The
+// erasure itself runs against PostgreSQL in test/integration/forget_pgtest.cpp.
 
 #include <set>
 #include <string>
@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/forget.hpp"
+#include "runtime/retention.hpp"
 #include "runtime/scripted.hpp"
 
 namespace butlers {
@@ -95,6 +96,41 @@ TEST(ForgetCatalogue, NamesEachStatementOnceAndErasesTheInboxAfterItsChildren) {
   }
   EXPECT_LT(work, inbox);
   EXPECT_LT(transcript, threads);
+}
+
+// The retention's catalogue (runtime/retention.cpp) is the list of every
+// table that holds people's text or metadata, checked against the schema
+// by test/integration/retention_pgtest.cpp; forgetting one person must
+// erase from exactly those tables, so a table added to one list and not
+// the other fails here.
+TEST(ForgetCatalogue, ErasesFromEveryTableOfTheRetentionCatalogueAndNoOther) {
+  std::set<std::string> people;
+  for (auto& t : people_tables())
+    people.insert(t.table);
+  std::set<std::string> erased;
+  for (auto& s : forget_catalogue())
+    erased.insert(s.table);
+  std::set<std::string> only_retention, only_forget;
+  for (auto& t : people)
+    if (!erased.count(t))
+      only_retention.insert(t);
+  for (auto& t : erased)
+    if (!people.count(t))
+      only_forget.insert(t);
+  auto join = [](const std::set<std::string>& xs) {
+    std::string out;
+    for (auto& x : xs)
+      out += (out.empty() ? "" : ", ") + x;
+    return out;
+  };
+  EXPECT_TRUE(only_retention.empty())
+    << "in people_tables() but never erased by forget_catalogue(): "
+    << join(only_retention);
+  EXPECT_TRUE(only_forget.empty())
+    << "erased by forget_catalogue() but not in people_tables(): "
+    << join(only_forget);
+  for (auto& [table, why] : system_tables())
+    EXPECT_FALSE(erased.count(table)) << table << ": " << why;
 }
 
 TEST(ScriptedToolCalls, PromptIsEscapedIntoTheCallsJson) {

@@ -1,6 +1,7 @@
 // The `[retention]` settings and the plan of a retention pass
 // (runtime/retention.hpp), without a database.
 
+#include <chrono>
 #include <set>
 #include <string>
 
@@ -25,7 +26,9 @@ TEST(Retention, defaults_keep_content_a_month_and_attachments_alike) {
   EXPECT_EQ(r.attachment_days, 30u);
   EXPECT_EQ(r.state_days, 365u);
   EXPECT_EQ(r.interval_s, 3600u);
-  EXPECT_EQ(r.batch_rows, 1000u);
+  EXPECT_EQ(r.batch_rows, 200u);
+  EXPECT_EQ(r.pause_ms, 20u);
+  EXPECT_EQ(r.duty_pct, 20u);
 }
 
 TEST(Retention, old_attachments_key_still_sets_the_attachment_days) {
@@ -59,15 +62,17 @@ TEST(Retention, both_attachment_keys_must_agree) {
 
 TEST(Retention, out_of_range_and_unknown_keys_are_errors_naming_the_key) {
   auto res = parse_config("[retention]\ncontent_days = 4000\n"
-                          "interval_s = 0\nbatch_rows = 0\ncontent = 3\n",
+                          "interval_s = 0\nbatch_rows = 0\ncontent = 3\n"
+                          "duty_pct = 0\n",
                           "node.toml");
   std::set<std::string> keys;
   for (auto& e : res.errors)
     keys.insert(e.key);
-  EXPECT_EQ(keys, (std::set<std::string>{"retention.content_days",
-                                         "retention.interval_s",
-                                         "retention.batch_rows",
-                                         "retention.content"}));
+  EXPECT_EQ(keys,
+            (std::set<std::string>{"retention.content_days",
+                                   "retention.interval_s",
+                                   "retention.batch_rows", "retention.content",
+                                   "retention.duty_pct"}));
 }
 
 TEST(Retention, zero_content_days_is_allowed) {
@@ -120,6 +125,27 @@ TEST(Retention, a_step_repeats_while_a_batch_is_full_then_moves_on) {
   while (pass.next())
     pass.record({});
   EXPECT_EQ(pass.batches(), retention_steps().size() + 1);
+}
+
+TEST(Retention, the_pause_grows_with_the_batch_to_keep_the_duty_cycle) {
+  using std::chrono::milliseconds;
+  retention_config cfg;
+  cfg.pause_ms = 20;
+  cfg.duty_pct = 20;
+  // A fast batch: the least pause.
+  EXPECT_EQ(retention_pause(cfg, 1.0), milliseconds{20});
+  // A 10 ms batch at 20 %: 40 ms of pause, so batches fill a fifth.
+  EXPECT_EQ(retention_pause(cfg, 10.0), milliseconds{40});
+  EXPECT_EQ(retention_pause(cfg, 2.5), milliseconds{20});
+  EXPECT_EQ(retention_pause(cfg, 7.25), milliseconds{29});
+  // 100 %: pause_ms alone, whatever the batch took.
+  cfg.duty_pct = 100;
+  EXPECT_EQ(retention_pause(cfg, 500.0), milliseconds{20});
+  // Never more than a minute, never negative.
+  cfg.duty_pct = 1;
+  EXPECT_EQ(retention_pause(cfg, 10000.0), milliseconds{60000});
+  cfg.pause_ms = 0;
+  EXPECT_EQ(retention_pause(cfg, -3.0), milliseconds{0});
 }
 
 TEST(Retention, an_abandoned_pass_is_over) {
