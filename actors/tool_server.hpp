@@ -62,6 +62,12 @@ struct approval_wait {
   std::vector<caf::typed_response_promise<tool_result>> sessions;
 };
 
+/// The wait for question `id` from a row of approval_get, whose columns
+/// start at `row[first]`.
+approval_wait approval_wait_of(const std::string& id,
+                               const std::vector<std::string>& row,
+                               size_t first = 0);
+
 struct tool_call_ctx;
 
 /// A notify waiting for its delivery to end.

@@ -73,24 +73,6 @@ void send_reply(tool_server_ptr self, const approval_wait& w,
       });
 }
 
-/// A question as read by approval_by_notice (approval_id first, then the
-/// columns of approval_get).
-approval_wait from_notice_row(const std::vector<std::string>& row) {
-  approval_wait w;
-  w.approval_id = row[0];
-  w.run_id = row[1];
-  w.butler = row[2];
-  w.tool = row[3];
-  w.summary = row[4];
-  w.expires_ms = std::strtoll(row[6].c_str(), nullptr, 10);
-  w.channel = row[7];
-  w.endpoint = row[8];
-  w.sender = row[9];
-  w.thread = row[10];
-  w.notice_ref = row[12];
-  return w;
-}
-
 /// Tells the starter that their answer came after the question was
 /// decided (`status`); once per answering mail. `then(true)` once the
 /// messenger has the mail.
@@ -182,7 +164,8 @@ void approval_mail_answer(tool_server_ptr self, approval_mail m,
           done(tool_failed("not_found", "the mail answers no question"));
           return;
         }
-        auto w = from_notice_row(r.rows[0]);
+        // approval_by_notice: approval_id, then approval_get's columns.
+        auto w = approval_wait_of(r.rows[0][0], r.rows[0], 1);
         auto caller = "email:" + m.from;
         auto key = m.key;
         approval_answer(

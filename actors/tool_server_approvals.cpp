@@ -151,24 +151,6 @@ void resolve(tool_server_ptr self, approval_wait w, const std::string& status,
            approval_outcome_body(chat, mid, text));
 }
 
-/// A row of approval_get as a wait.
-approval_wait from_row(const std::string& id,
-                       const std::vector<std::string>& row) {
-  approval_wait w;
-  w.approval_id = id;
-  w.run_id = row[0];
-  w.butler = row[1];
-  w.tool = row[2];
-  w.summary = row[3];
-  w.expires_ms = std::strtoll(row[5].c_str(), nullptr, 10);
-  w.channel = row[6];
-  w.endpoint = row[7];
-  w.sender = row[8];
-  w.thread = row[9];
-  w.notice_ref = row[11];
-  return w;
-}
-
 /// Writes `status` for a pending question; `done(true)` when it was
 /// pending, `done(false)` when it was not, nullopt when the write failed;
 /// on the actor's thread.
@@ -206,6 +188,27 @@ void wait_for(tool_server_ptr self, approval_wait w, bool put,
 }
 
 } // namespace
+
+approval_wait approval_wait_of(const std::string& id,
+                               const std::vector<std::string>& row,
+                               size_t first) {
+  auto col = [&](size_t i) -> const std::string& {
+    return row[first + i];
+  };
+  approval_wait w;
+  w.approval_id = id;
+  w.run_id = col(0);
+  w.butler = col(1);
+  w.tool = col(2);
+  w.summary = col(3);
+  w.expires_ms = std::strtoll(col(5).c_str(), nullptr, 10);
+  w.channel = col(6);
+  w.endpoint = col(7);
+  w.sender = col(8);
+  w.thread = col(9);
+  w.notice_ref = col(11);
+  return w;
+}
 
 void init_approvals(tool_server_ptr self) {
   auto& st = self->state;
@@ -319,7 +322,7 @@ void approval_answer(tool_server_ptr self, std::string id, std::string run_id,
                                                : " for run " + run_id)));
           return;
         }
-        auto w = from_row(id, r.rows[0]);
+        auto w = approval_wait_of(id, r.rows[0]);
         if (!approval_caller_matches(w.channel, w.sender, caller)) {
           self->state.approvals_refused->inc();
           spdlog::warn("approval {}: an answer from {} was refused: only the "
