@@ -23,6 +23,7 @@
 #include "actors/http_server.hpp"
 #include "actors/supervisor.hpp"
 #include "actors/type_ids.hpp"
+#include "runtime/blocking_pool.hpp"
 #include "runtime/forget.hpp"
 #include "runtime/inbox_store.hpp"
 #include "runtime/migrations.hpp"
@@ -160,21 +161,53 @@ void block_shutdown_signals() {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
-int run_node(const node_settings& settings) {
-  apply_connect_timeout(settings);
-  auto ctx = std::make_shared<node_context>();
-  ctx->status.database_configured = !settings.database.url.empty();
-  ctx->lifecycle = lifecycle_policy{settings.messenger.adapters};
-  ctx->traces = std::make_shared<tracer>(tracer_options_of(settings.telemetry,
-                                                           settings.node.name),
-                                         &ctx->metrics);
-  ctx->events = std::make_shared<
-    event_hub>(settings.threads.max_subscribers,
-               settings.threads.subscriber_buffer,
-               &ctx->metrics
-                  .get_counter("butlers_thread_events_dropped_total",
-                               "Event stream frames dropped because a "
-                               "subscriber's buffer was full"));
+namespace {
+
+/// Ends the process if the shutdown outlives the drain deadline (e.g. a
+/// libpq call against a dead server), so that an operator's SIGTERM always
+/// takes effect. Armed at the signal; it covers everything up to its own
+/// destruction, the last thing `run_node` does.
+class drain_watchdog {
+ public:
+  drain_watchdog() = default;
+  drain_watchdog(const drain_watchdog&) = delete;
+  drain_watchdog& operator=(const drain_watchdog&) = delete;
+
+  ~drain_watchdog() {
+    if (!thread_.joinable())
+      return;
+    done_.set_value();
+    thread_.join();
+  }
+
+  /// Starts the countdown: `deadline` to drain, two seconds to stop.
+  void arm(std::chrono::seconds deadline) {
+    end_ = std::chrono::steady_clock::now() + deadline;
+    thread_ = std::thread{[deadline, done = done_.get_future()] {
+      if (done.wait_for(deadline + std::chrono::seconds{2})
+          == std::future_status::ready)
+        return;
+      spdlog::error("drain deadline exceeded, exiting");
+      std::fflush(nullptr);
+      std::_Exit(exit_drain_timeout);
+    }};
+  }
+
+  /// When the drain should be over.
+  std::chrono::steady_clock::time_point drain_end() const {
+    return end_;
+  }
+
+ private:
+  std::promise<void> done_;
+  std::thread thread_;
+  std::chrono::steady_clock::time_point end_;
+};
+
+/// Runs the actor system and the HTTP server until SIGTERM or SIGINT, then
+/// drains (arming `dog`) and stops every actor.
+int serve(const node_settings& settings, const node_context_ptr& ctx,
+          drain_watchdog& dog) {
   caf::actor_system_config cfg;
   configure_caf(cfg, settings);
   caf::actor_system sys{cfg};
@@ -216,25 +249,14 @@ int run_node(const node_settings& settings) {
                  sig == SIGINT ? "SIGINT" : "SIGTERM",
                  settings.node.drain_deadline_s);
   }
-  // Shutdown: stop intake, drain, stop actors. A watchdog ends the process
-  // if anything (e.g. a libpq call against a dead server) outlives the
-  // deadline, so an operator's SIGTERM always takes effect.
+  // Shutdown: stop intake, drain, stop actors.
   ctx->status.draining = true;
   auto deadline = std::chrono::seconds{settings.node.drain_deadline_s};
-  auto drain_end = std::chrono::steady_clock::now() + deadline;
-  std::promise<void> stopped;
-  std::thread watchdog{[deadline, done = stopped.get_future()] {
-    if (done.wait_for(deadline + std::chrono::seconds{2})
-        == std::future_status::ready)
-      return;
-    spdlog::error("drain deadline exceeded, exiting");
-    std::fflush(nullptr);
-    std::_Exit(exit_drain_timeout);
-  }};
+  dog.arm(deadline);
   if (!http.wait_idle(deadline))
     spdlog::warn("HTTP requests still in flight at the drain deadline");
   http.stop();
-  release_leases(sys, sup, drain_end);
+  release_leases(sys, sup, dog.drain_end());
   caf::anon_send_exit(sup, caf::exit_reason::user_shutdown);
   if (auto cl = ctx->cluster())
     caf::anon_send_exit(cl, caf::exit_reason::user_shutdown);
@@ -249,8 +271,39 @@ int run_node(const node_settings& settings) {
   ctx->set_connectors({});
   ctx->set_connector_stats({});
   sys.await_all_actors_done();
-  stopped.set_value();
-  watchdog.join();
+  return code;
+}
+
+} // namespace
+
+int run_node(const node_settings& settings) {
+  apply_connect_timeout(settings);
+  drain_watchdog dog;
+  int code = exit_ok;
+  {
+    auto ctx = std::make_shared<node_context>();
+    ctx->status.database_configured = !settings.database.url.empty();
+    ctx->lifecycle = lifecycle_policy{settings.messenger.adapters};
+    ctx->traces = std::make_shared<tracer>(tracer_options_of(settings.telemetry,
+                                                             settings.node
+                                                               .name),
+                                           &ctx->metrics);
+    ctx->events = std::make_shared<
+      event_hub>(settings.threads.max_subscribers,
+                 settings.threads.subscriber_buffer,
+                 &ctx->metrics
+                    .get_counter("butlers_thread_events_dropped_total",
+                                 "Event stream frames dropped because a "
+                                 "subscriber's buffer was full"));
+    code = serve(settings, ctx, dog);
+  }
+  // Jobs still running on pool threads (a delivery cancelled by the
+  // shutdown) end before the process does: the static objects they use are
+  // destroyed at exit.
+  if (!blocking_pool::await_all_threads(dog.drain_end()
+                                        + std::chrono::seconds{1}))
+    spdlog::warn("{} blocking thread(s) still busy at the drain deadline",
+                 blocking_pool::live_threads());
   spdlog::info("node stopped");
   return code;
 }

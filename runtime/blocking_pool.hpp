@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -16,7 +17,9 @@ namespace butlers {
 /// refuses a job when it is full, and the caller reports that.
 ///
 /// Destroying the pool never blocks: its threads finish the jobs already
-/// queued and exit on their own (they share the queue, not the pool).
+/// queued and exit on their own (they share the queue, not the pool). A
+/// process waits for them with `await_all_threads` before it exits: a job
+/// still running while static objects are destroyed would read them freed.
 class blocking_pool {
  public:
   /// `threads` workers (at least one) and at most `capacity` queued jobs.
@@ -29,6 +32,14 @@ class blocking_pool {
 
   /// Queues `job`; false when the queue is full (the job is dropped).
   bool post(std::function<void()> job);
+
+  /// Waits until every pool thread of the process has ended (its pool
+  /// destroyed, its queued jobs run) or `deadline` passes; false when some
+  /// still run then.
+  static bool await_all_threads(std::chrono::steady_clock::time_point deadline);
+
+  /// Pool threads of the process that have not ended yet.
+  static size_t live_threads();
 
  private:
   struct shared {

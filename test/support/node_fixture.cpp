@@ -72,8 +72,12 @@ std::optional<process_result> node_fixture::stop_node() {
 }
 
 void node_fixture::TearDown() {
-  if (node_) {
-    EXPECT_TRUE(stop_node()) << "node did not exit after SIGTERM";
+  if (node_ && !stop_node()) {
+    // Its log's end says where it stopped; SIGKILL frees the port.
+    auto log = node_->log();
+    ADD_FAILURE() << "node did not exit after SIGTERM; the end of its log:\n"
+                  << log.substr(log.size() > 4000 ? log.size() - 4000 : 0);
+    kill_node();
   }
   if (!dir_.empty()) {
     std::error_code ignored; // a leftover temporary directory harms no one

@@ -1,7 +1,9 @@
 // The messenger's delivery threads: jobs run off the caller's thread, the
-// queue is bounded and says so, and destroying the pool never blocks.
+// queue is bounded and says so, destroying the pool never blocks, and the
+// process can wait for the threads of destroyed pools before it exits.
 
 #include <atomic>
+#include <chrono>
 #include <future>
 #include <memory>
 
@@ -50,6 +52,29 @@ TEST(BlockingPool, RefusesAJobWhenItsQueueIsFull) {
   EXPECT_FALSE(pool.post([] {}));
   release.set_value();
   second.wait();
+}
+
+TEST(BlockingPool, AProcessWaitsForTheThreadsOfItsDestroyedPools) {
+  using namespace std::chrono_literals;
+  std::promise<void> started, release;
+  auto is_started = started.get_future();
+  auto go = release.get_future().share();
+  {
+    blocking_pool pool{2, 4};
+    ASSERT_TRUE(pool.post([&started, go] {
+      started.set_value();
+      go.wait();
+    }));
+    is_started.wait();
+  }
+  // The pool is gone; one of its threads is still in its job.
+  EXPECT_GE(blocking_pool::live_threads(), 1u);
+  EXPECT_FALSE(
+    blocking_pool::await_all_threads(std::chrono::steady_clock::now() + 50ms));
+  release.set_value();
+  EXPECT_TRUE(
+    blocking_pool::await_all_threads(std::chrono::steady_clock::now() + 30s));
+  EXPECT_EQ(blocking_pool::live_threads(), 0u);
 }
 
 } // namespace
