@@ -46,7 +46,7 @@ struct retention_config {
   uint32_t state_days = 365;
   /// Most rows one statement touches per table (one batch): small, so
   /// each batch's transaction, and the WAL its commit flushes, stay short.
-  uint32_t batch_rows = 200;
+  uint32_t batch_rows = 25;
   /// Least pause between two batches.
   uint32_t pause_ms = 20;
   /// Most of the wall time the pruning spends in batches, in percent: after

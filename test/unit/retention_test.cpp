@@ -26,7 +26,7 @@ TEST(Retention, defaults_keep_content_a_month_and_attachments_alike) {
   EXPECT_EQ(r.attachment_days, 30u);
   EXPECT_EQ(r.state_days, 365u);
   EXPECT_EQ(r.interval_s, 3600u);
-  EXPECT_EQ(r.batch_rows, 200u);
+  EXPECT_EQ(r.batch_rows, 25u);
   EXPECT_EQ(r.pause_ms, 20u);
   EXPECT_EQ(r.duty_pct, 20u);
 }
