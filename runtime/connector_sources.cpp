@@ -44,9 +44,19 @@ std::unique_ptr<connector_source> make_connector_source(
       o.max_line_bytes = limits.max_envelope_bytes;
       return std::make_unique<jsonl_source>(std::move(o));
     }
-    case connector_type::maildir:
-      return std::make_unique<
-        maildir_source>(cfg, register_maildir_metrics(metrics, cfg.name));
+    case connector_type::maildir: {
+      // Like a Telegram source's: a connection of its own, one mail's files
+      // at a time.
+      std::shared_ptr<attachment_store> store;
+      if (!limits.database_url.empty())
+        store = std::make_shared<attachment_store>(limits.database_url,
+                                                   limits.attachments, 1);
+      return std::make_unique<maildir_source>(cfg,
+                                              register_maildir_metrics(metrics,
+                                                                       cfg
+                                                                         .name),
+                                              std::move(store));
+    }
   }
   spdlog::error("connector {}: {} sources are not part of this build", cfg.name,
                 to_string(cfg.type));

@@ -154,6 +154,14 @@ std::string clean_id(std::string_view id) {
   return out;
 }
 
+/// `s` with A-Z lower-cased.
+std::string lower(std::string s) {
+  for (auto& c : s)
+    if (c >= 'A' && c <= 'Z')
+      c = static_cast<char>(c - 'A' + 'a');
+  return s;
+}
+
 /// `addr` with its domain lower-cased (the local part is the receiving
 /// system's business).
 std::string normalize_address(std::string_view addr) {
@@ -258,6 +266,49 @@ std::string part_text(GMimeTextPart* part) {
   return charset_to_utf8(bytes, charset);
 }
 
+/// A signature part of a signed mail: not a file the person sent.
+bool is_signature(GMimeContentType* ct) {
+  return g_mime_content_type_is_type(ct, "application", "pgp-signature")
+         || g_mime_content_type_is_type(ct, "application", "pkcs7-signature")
+         || g_mime_content_type_is_type(ct, "application", "x-pkcs7-signature");
+}
+
+/// Adds the leaf parts under `obj` that are not `body`'s parts to `out`,
+/// depth first, in MIME order; attached messages are not walked into.
+void collect_attachments(GMimeObject* obj, const body_parts& body,
+                         std::vector<mail_attachment>& out, int depth) {
+  if (obj == nullptr || depth > max_depth)
+    return;
+  if (GMIME_IS_MULTIPART(obj)) {
+    auto* mp = GMIME_MULTIPART(obj);
+    int n = g_mime_multipart_get_count(mp);
+    for (int i = 0; i < n; ++i)
+      collect_attachments(g_mime_multipart_get_part(mp, i), body, out,
+                          depth + 1);
+    return;
+  }
+  if (!GMIME_IS_PART(obj))
+    return; // an attached message (message/rfc822) or partial
+  if (obj == GMIME_OBJECT(body.plain) || obj == GMIME_OBJECT(body.html))
+    return;
+  auto* part = GMIME_PART(obj);
+  auto* ct = g_mime_object_get_content_type(obj);
+  if (is_signature(ct))
+    return;
+  bool text = g_mime_content_type_is_type(ct, "text", "plain")
+              || g_mime_content_type_is_type(ct, "text", "html");
+  if (text && !g_mime_part_is_attachment(part))
+    return; // another inline text part (an alternative or a footer)
+  mail_attachment a;
+  a.bytes = decoded_bytes(part);
+  if (a.bytes.empty())
+    return;
+  gchar_ptr type{g_mime_content_type_get_mime_type(ct)};
+  a.media_type = lower(str(type.get()));
+  a.name = one_line(str(g_mime_part_get_filename(part)));
+  out.push_back(std::move(a));
+}
+
 /// Reads the headers of `msg` into `m`; the reason when there is no From
 /// mailbox.
 std::string read_headers(GMimeMessage* msg, GMimeParserOptions* opts,
@@ -325,14 +376,16 @@ mail_parse_result parse_mail(std::string_view bytes) {
     return out;
   }
   body_parts body;
-  find_body(g_mime_message_get_mime_part(msg.get()), body, 0);
+  auto* root = g_mime_message_get_mime_part(msg.get());
+  find_body(root, body, 0);
+  collect_attachments(root, body, m.attachments, 0);
   if (body.plain != nullptr) {
     m.text = std::string{trim(clean_mail_text(part_text(body.plain)))};
   } else if (body.html != nullptr) {
     m.text = html_to_text(part_text(body.html));
     m.text_from_html = true;
-  } else {
-    out.error = "no text/plain or text/html body";
+  } else if (m.attachments.empty()) {
+    out.error = "no text/plain or text/html body and no file";
     return out;
   }
   m.warnings = std::move(warnings.seen);
@@ -427,6 +480,8 @@ std::string mail_to_ingest(const mail_message& m,
   else
     thread = event_id;
   auto text = m.subject.empty() ? m.text : m.subject + "\n\n" + m.text;
+  for (auto& line : opts.left_out)
+    text += "\n" + line;
   auto observed = rfc3339_utc(m.date_us != 0 ? m.date_us : opts.now_us);
   std::string out = R"({"schema_version":"ingest.v1","source":{)";
   out += R"("channel":"email","provider":"imap","endpoint_identity":)"
@@ -436,7 +491,10 @@ std::string mail_to_ingest(const mail_message& m,
          + R"(,"observed_at":)" + json::quote(observed) + "}";
   out += R"(,"sender":{"identity":)" + json::quote(m.from.address) + "}";
   out += R"(,"payload":{"raw":)" + raw_json(m) + R"(,"normalized_text":)"
-         + json::quote(truncate_utf8(text, mail_max_text)) + "}}";
+         + json::quote(truncate_utf8(text, mail_max_text));
+  if (!opts.attachments.empty())
+    out += R"(,"attachments":)" + attachments_json(opts.attachments);
+  out += "}}";
   return out;
 }
 

@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/attachments.hpp"
+
 namespace butlers {
 
 /// Initialises GMime, once per process and from any thread; every function
@@ -24,6 +26,17 @@ struct mail_address {
   std::string address;
   /// The display name, decoded to UTF-8; "" when absent.
   std::string name;
+};
+
+/// A file a mail carries: a leaf part that is not its body text.
+struct mail_attachment {
+  /// The part's file name (Content-Disposition `filename`, else Content-Type
+  /// `name`), decoded; "" when it has none.
+  std::string name;
+  /// `type/subtype`, lower case.
+  std::string media_type;
+  /// The content with its transfer encoding undone.
+  std::string bytes;
 };
 
 /// What Butlers reads of a mail.
@@ -57,6 +70,11 @@ struct mail_message {
   std::string text;
   /// `text` was derived from HTML.
   bool text_from_html = false;
+  /// Its files, in MIME order: every leaf part (however nested) but the
+  /// body parts: attachments, and inline parts other than text/plain and
+  /// text/html (inline images). An attached message (message/rfc822) is
+  /// not walked into; empty parts are left out.
+  std::vector<mail_attachment> attachments;
   /// What the parser forgave (e.g. "truncated message"); empty for a
   /// well-formed mail.
   std::vector<std::string> warnings;
@@ -74,8 +92,8 @@ struct mail_parse_result {
 };
 
 /// Reads an RFC 5322 message. A mail must have a From mailbox and a text
-/// body (text/plain or text/html); anything else is an error with its
-/// reason. Lenient where mail in the wild needs it: 8-bit headers and
+/// body (text/plain or text/html) or a file; anything else is an error
+/// with its reason. Lenient where mail in the wild needs it: 8-bit headers and
 /// bodies without a charset are read as UTF-8 when they are, else as
 /// Windows-1252; malformed encoded words are decoded where possible; a
 /// multipart cut short keeps the text that arrived (and says so in
@@ -118,6 +136,10 @@ struct mail_ingest_options {
   std::string mailbox;
   /// `event.observed_at` when the mail has no usable Date (Unix µs).
   int64_t now_us = 0;
+  /// The stored files, as `payload.attachments`.
+  std::vector<attachment_ref> attachments;
+  /// A line each for files not taken (over a cap), added to the text.
+  std::vector<std::string> left_out;
 };
 
 /// Most code points of `payload.normalized_text` (the schema's maxLength).
@@ -135,9 +157,11 @@ constexpr size_t mail_max_text = 65536;
 /// - `event.observed_at`: the Date (UTC), else `now_us`;
 /// - `sender.identity`: the From address;
 /// - `payload.normalized_text`: subject, an empty line, the body text,
-///   cut to `mail_max_text` code points;
+///   cut to `mail_max_text` code points, then a line per file in
+///   `opts.left_out`;
 /// - `payload.raw`: the headers a reply needs, under stable names (see
-///   `mail_raw_fields`), never the body.
+///   `mail_raw_fields`), never the body;
+/// - `payload.attachments`: `opts.attachments`, when there are any.
 std::string mail_to_ingest(const mail_message& m,
                            const mail_ingest_options& opts);
 

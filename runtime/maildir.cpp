@@ -320,7 +320,36 @@ std::variant<maildir_poller::ready_mail, maildir_poller::step> maildir_poller::
   mail_ingest_options opts;
   opts.mailbox = mailbox_;
   opts.now_us = now_us_();
+  if (std::string error; !take_files(*parsed.message, opts, &error))
+    return settle(name, {mail_submit::later, "storing its files: " + error});
   return ready_mail{name, mail_to_ingest(*parsed.message, opts)};
+}
+
+bool maildir_poller::take_files(const mail_message& m,
+                                mail_ingest_options& opts, std::string* error) {
+  for (size_t i = 0; i < m.attachments.size(); ++i) {
+    auto& file = m.attachments[i];
+    attachment_ref ref;
+    ref.media_type = file.media_type;
+    ref.size = file.bytes.size();
+    ref.name = file.name.empty() ? "attachment-" + std::to_string(i + 1)
+                                 : file.name;
+    auto with = opts.attachments;
+    with.push_back(ref);
+    auto why = store_ ? over_cap(with, caps_)
+                      : std::string{"no attachment store"};
+    if (!why.empty()) {
+      opts.left_out.push_back("[" + ref.name + " (" + ref.media_type
+                              + ") not taken: " + why + "]");
+      continue;
+    }
+    auto stored = store_(file, error);
+    if (!stored)
+      return false;
+    stored->name = ref.name;
+    opts.attachments.push_back(std::move(*stored));
+  }
+  return true;
 }
 
 maildir_poller::step maildir_poller::settle(const std::string& name,

@@ -19,6 +19,7 @@
 #include <variant>
 #include <vector>
 
+#include "runtime/attachments.hpp"
 #include "runtime/metrics.hpp"
 
 namespace butlers {
@@ -106,6 +107,7 @@ using mail_submit_fn = std::function<std::vector<mail_submit_result>(
   const std::vector<std::string>& envelopes)>;
 
 struct mail_message;
+struct mail_ingest_options;
 
 /// Looks at a parsed mail before it is submitted: nullopt submits it as
 /// usual; a result settles it as a submission's would (`stored`: handled,
@@ -114,6 +116,14 @@ struct mail_message;
 /// becoming a request.
 using mail_answer_fn = std::function<std::optional<mail_submit_result>(
   const mail_message& m)>;
+
+struct mail_attachment;
+
+/// Stores a mail's file (runtime/attachment_store.hpp): its reference, or
+/// nullopt with `*error` set (the database failed: the mail waits in
+/// `new/` for a later pass). Blocks.
+using mail_store_fn = std::function<std::optional<
+  attachment_ref>(const mail_attachment& file, std::string* error)>;
 
 /// The poller's counters; each points at a counter that outlives it.
 struct maildir_metrics {
@@ -178,6 +188,16 @@ class maildir_poller {
     answer_ = std::move(f);
   }
 
+  /// A mail's files are stored through `store` under `caps` before its
+  /// envelope is submitted, and named in `payload.attachments`; a file
+  /// over a cap is left out and named in the text instead, with the cap.
+  /// Without a store every file is left out that way. Set it before the
+  /// first `poll_once`.
+  void on_files(mail_store_fn store, attachment_limits caps) {
+    store_ = std::move(store);
+    caps_ = caps;
+  }
+
  private:
   /// What became of one file.
   enum class step {
@@ -202,6 +222,10 @@ class maildir_poller {
   /// Reads and parses `name`: its envelope, or what became of it (also
   /// when `answer_` settled it).
   std::variant<ready_mail, step> prepare(const std::string& name);
+  /// Stores the files of `m` within the caps into `opts`; false with
+  /// `*error` when a store failed (the mail waits for a later pass).
+  bool take_files(const mail_message& m, mail_ingest_options& opts,
+                  std::string* error);
   /// Carries out the verdict on a submitted file.
   step settle(const std::string& name, const mail_submit_result& out);
   /// Submits one group of files and settles each into `report`; false
@@ -216,6 +240,8 @@ class maildir_poller {
   size_t in_flight_;
   mail_submit_fn submit_;
   mail_answer_fn answer_;
+  mail_store_fn store_;
+  attachment_limits caps_;
   maildir_metrics metrics_;
   std::function<int64_t()> now_us_;
   /// Files that could not be moved out of `new/`: never submitted again

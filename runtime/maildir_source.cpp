@@ -61,8 +61,9 @@ std::optional<mail_submit_result> approval_verdict(approval_reply r) {
   }
 }
 
-maildir_source::maildir_source(connector_config cfg, maildir_metrics metrics)
-  : cfg_(std::move(cfg)), metrics_(metrics) {
+maildir_source::maildir_source(connector_config cfg, maildir_metrics metrics,
+                               std::shared_ptr<attachment_store> store)
+  : cfg_(std::move(cfg)), metrics_(metrics), store_(std::move(store)) {
   // nop
 }
 
@@ -98,6 +99,12 @@ void maildir_source::run(connector_sink& sink) {
         return std::nullopt;
       return approval_verdict(sink.answer_approval(*answer));
     });
+  if (store_)
+    poller.on_files(
+      [store = store_](const mail_attachment& file, std::string* error) {
+        return store->put(file.bytes, file.media_type, file.name, error);
+      },
+      store_->limits());
   auto& stop = sink.stop();
   std::string last_error;
   while (!stop.raised()) {

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "runtime/approvals.hpp"
+#include "runtime/attachment_store.hpp"
 #include "runtime/config.hpp"
 #include "runtime/connector_source.hpp"
 #include "runtime/mail.hpp"
@@ -40,8 +41,10 @@ class maildir_source final : public connector_source {
   static constexpr size_t batch = 64;
 
   /// `cfg` is a validated `maildir` connector; its counters go to
-  /// `metrics`.
-  maildir_source(connector_config cfg, maildir_metrics metrics);
+  /// `metrics`. Mails' files go to `store` under its caps (none: they are
+  /// left out, and named in the text).
+  maildir_source(connector_config cfg, maildir_metrics metrics,
+                 std::shared_ptr<attachment_store> store = nullptr);
 
   /// Creates the Maildir's directories where missing (a failure throws,
   /// and the connector runs the source again after a backoff), then polls
@@ -53,6 +56,7 @@ class maildir_source final : public connector_source {
  private:
   connector_config cfg_;
   maildir_metrics metrics_;
+  std::shared_ptr<attachment_store> store_;
 };
 
 } // namespace butlers

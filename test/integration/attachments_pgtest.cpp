@@ -14,6 +14,7 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -371,6 +372,91 @@ TEST_F(ThreadAttachments, ATurnOverTheCapIs413AndStoresNothing) {
   EXPECT_NE(http_->get("/metrics")
               .body.find("butlers_thread_attachments_refused_total 1"),
             std::string::npos);
+}
+
+// -- mail -----------------------------------------------------------------
+
+class MailAttachments : public Attachments {
+ protected:
+  /// A node whose `general` butler runs the claude fake, fed by a Maildir.
+  void start_mail(const std::string& extra = "") {
+    box_ = dir_ + "/Maildir";
+    auto cfg = node_head("attachments-mail", 5, "request_timeout_ms = 20000\n")
+               + "[[butler]]\nname = \"general\"\nsession_timeout_s = 60\n"
+                 "[butler.runtime]\n"
+               + claude_runtime()
+               + "[[messenger.adapter]]\nkind = \"outbox\"\npath = \"" + dir_
+               + "/outbox.jsonl\"\n"
+                 "[[connector]]\nname = \"mail\"\ntype = \"maildir\"\n"
+                 "path = \""
+               + box_
+               + "\"\nendpoint_identity = \"butlers@example.net\"\n"
+                 "poll_ms = 50\n"
+               + extra;
+    ASSERT_TRUE(start_node(cfg));
+  }
+
+  /// Writes a mail with a text body and `files` ((name, type, bytes)) to
+  /// new/, as a delivery agent does.
+  void deliver(
+    const std::string& name,
+    const std::vector<std::tuple<std::string, std::string, std::string>>&
+      files) {
+    std::string m = "Message-ID: <" + name
+                    + "@mail.example.org>\nFrom: Pat <pat@example.org>\n"
+                      "To: butlers@example.net\nSubject: A scan\n"
+                      "MIME-Version: 1.0\n"
+                      "Content-Type: multipart/mixed; boundary=\"b\"\n\n"
+                      "--b\nContent-Type: text/plain\n\nWhat is this?\n";
+    for (auto& [file, type, bytes] : files)
+      m += "--b\nContent-Type: " + type
+           + "\nContent-Disposition: attachment; filename=\"" + file
+           + "\"\nContent-Transfer-Encoding: base64\n\n" + base64_encode(bytes)
+           + "\n";
+    m += "--b--\n";
+    for (auto sub : {"/tmp", "/new", "/cur"})
+      ::mkdir((box_ + sub).c_str(), 0755);
+    write_file(box_ + "/tmp/" + name, m);
+    ASSERT_EQ(::rename((box_ + "/tmp/" + name).c_str(),
+                       (box_ + "/new/" + name).c_str()),
+              0);
+  }
+
+  std::string box_;
+};
+
+TEST_F(MailAttachments, AMailsImageReachesClaudeAndAFileOverTheCapIsNamed) {
+  start_mail("[attachments]\nmax_bytes = 100000\n");
+  auto image = random_bytes(30 * 1024);
+  auto big = random_bytes(150 * 1024);
+  deliver("1.mail.host", {{"photo.png", "image/png", image},
+                          {"scan.pdf", "application/pdf", big}});
+  auto expected = "[image image/png sha256=" + attachment_hash(image)
+                  + " bytes=" + std::to_string(image.size()) + "]";
+  ASSERT_TRUE(eventually(
+    [&] {
+      return read_file(dir_ + "/inputs.log").find(expected)
+             != std::string::npos;
+    },
+    30s))
+    << read_file(dir_ + "/inputs.log") << node_->log();
+  // The image is stored once; the PDF over the cap is not, and the text
+  // the model got says so.
+  EXPECT_EQ(stored(attachment_hash(image)),
+            "image/png " + std::to_string(image.size()));
+  EXPECT_EQ(stored(attachment_hash(big)), "");
+  EXPECT_EQ(count("SELECT count(*) FROM attachments"), 1);
+  EXPECT_NE(read_file(dir_ + "/inputs.log")
+              .find("[scan.pdf (application/pdf) not taken: 'scan.pdf' is "
+                    "150 KB; the limit is 97 KB per attachment]"),
+            std::string::npos)
+    << read_file(dir_ + "/inputs.log");
+  // The mail ends in cur/ once its request is stored.
+  EXPECT_TRUE(eventually(
+    [&] {
+      return entries_with(box_ + "/cur", "1.mail.host") == 1;
+    },
+    10s));
 }
 
 } // namespace

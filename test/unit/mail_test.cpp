@@ -203,16 +203,55 @@ TEST(Mail, HeadersWithoutFromAreAnError) {
 
 TEST(Mail, AMultipartCutBeforeAnyPartIsAnError) {
   EXPECT_EQ(parse_error("malformed_truncated_multipart.eml"),
-            "no text/plain or text/html body");
+            "no text/plain or text/html body and no file");
 }
 
-TEST(Mail, EmptyInputAndAnAttachmentOnlyMailAreErrors) {
+TEST(Mail, EmptyInputIsAnError) {
   EXPECT_EQ(parse_mail("").error, "empty");
   EXPECT_EQ(parse_mail(" \n\n").error, "empty");
+}
+
+TEST(Mail, FilesAreTheLeafPartsThatAreNotTheBody) {
+  auto m = parse_ok("nested_multipart.eml");
+  EXPECT_EQ(m.text, "The plain version, nested two levels deep.");
+  ASSERT_EQ(m.attachments.size(), 2u)
+    << "the inline image and the attached notes; neither text alternative";
+  EXPECT_EQ(m.attachments[0].media_type, "image/png");
+  EXPECT_EQ(m.attachments[0].name, "");
+  EXPECT_EQ(m.attachments[0].bytes, std::string("\x89PNG\r\n\x1a\n", 8))
+    << "base64 undone";
+  EXPECT_EQ(m.attachments[1].media_type, "text/plain");
+  EXPECT_EQ(m.attachments[1].name, "notes.txt");
+  EXPECT_EQ(m.attachments[1].bytes, "Attached notes, not the body.");
+  EXPECT_TRUE(parse_ok("multipart_alternative.eml").attachments.empty());
+}
+
+TEST(Mail, AMailOfOnlyAFileHasNoTextAndTheFile) {
   auto pdf_only = "From: a@example.org\nMIME-Version: 1.0\n"
-                  "Content-Type: application/pdf\n"
+                  "Content-Type: Application/PDF; name=\"scan.pdf\"\n"
                   "Content-Transfer-Encoding: base64\n\nJVBERi0=\n";
-  EXPECT_EQ(parse_mail(pdf_only).error, "no text/plain or text/html body");
+  auto r = parse_mail(pdf_only);
+  ASSERT_TRUE(r.message) << r.error;
+  EXPECT_EQ(r.message->text, "");
+  ASSERT_EQ(r.message->attachments.size(), 1u);
+  EXPECT_EQ(r.message->attachments[0].media_type, "application/pdf");
+  EXPECT_EQ(r.message->attachments[0].name, "scan.pdf");
+  EXPECT_EQ(r.message->attachments[0].bytes, "%PDF-");
+}
+
+TEST(Mail, ASignaturePartIsNotAFile) {
+  auto signed_mail = "From: a@example.org\nMIME-Version: 1.0\n"
+                     "Content-Type: multipart/signed; boundary=\"s\";\n"
+                     " protocol=\"application/pgp-signature\"\n\n"
+                     "--s\nContent-Type: text/plain\n\nSigned words.\n"
+                     "--s\nContent-Type: application/pgp-signature; "
+                     "name=\"signature.asc\"\n\n"
+                     "-----BEGIN PGP SIGNATURE-----\nxyz\n"
+                     "-----END PGP SIGNATURE-----\n--s--\n";
+  auto r = parse_mail(signed_mail);
+  ASSERT_TRUE(r.message) << r.error;
+  EXPECT_EQ(r.message->text, "Signed words.");
+  EXPECT_TRUE(r.message->attachments.empty());
 }
 
 TEST(Mail, AnOverlongFromAddressIsAnError) {
@@ -342,6 +381,32 @@ TEST(MailIngest, WithoutMessageIdTheSameFileDedupesAndAnotherDoesNot) {
   EXPECT_EQ(a.context.source_thread_identity, "sha256:" + sha256_hex(raw));
 }
 
+TEST(MailIngest, StoredFilesAreInThePayloadAndLeftOutOnesInTheText) {
+  auto m = parse_ok("base64.eml");
+  mail_ingest_options opts;
+  opts.mailbox = "butlers@example.net";
+  opts.now_us = now_us;
+  opts.attachments.push_back(
+    {std::string(64, 'a'), "image/png", 8, "attachment-1"});
+  opts.left_out.push_back("[notes.txt (text/plain) not taken: too big]");
+  auto body = mail_to_ingest(m, opts);
+  auto r = parse_ingest(body, 1 << 20, 300, now_us);
+  ASSERT_TRUE(r.record) << body << "\n" << r.parse_error;
+  EXPECT_EQ(pointer(body, "/payload/attachments/0/sha256"),
+            std::string(64, 'a'));
+  EXPECT_EQ(pointer(body, "/payload/attachments/0/media_type"), "image/png");
+  EXPECT_EQ(pointer(body, "/payload/attachments/0/name"), "attachment-1");
+  auto text = pointer(body, "/payload/normalized_text");
+  EXPECT_EQ(text.substr(text.size() - 44),
+            "\n[notes.txt (text/plain) not taken: too big]");
+  EXPECT_EQ(pointer(mail_to_ingest(m, mail_ingest_options{"x@y.z",
+                                                          now_us,
+                                                          {},
+                                                          {}}),
+                    "/payload/attachments"),
+            "<absent>");
+}
+
 TEST(MailIngest, TheMailboxScopesTheDedupeKey) {
   auto m = parse_ok("base64.eml");
   EXPECT_NE(ingest(m, "a@example.net").dedupe_key,
@@ -394,7 +459,7 @@ TEST(MailIngest, NoUsableDateFallsBackToNow) {
   auto m = parse_ok("crlf_line_ends.eml");
   m.date.clear();
   m.date_us = 0;
-  mail_ingest_options opts{"butlers@example.net", now_us};
+  mail_ingest_options opts{"butlers@example.net", now_us, {}, {}};
   EXPECT_EQ(pointer(mail_to_ingest(m, opts), "/event/observed_at"),
             "2023-11-14T22:13:20.000000Z");
 }

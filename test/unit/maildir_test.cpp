@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include "runtime/attachments.hpp"
 #include "runtime/ingest.hpp"
 #include "runtime/mail.hpp"
 #include "runtime/maildir.hpp"
@@ -462,6 +463,87 @@ TEST_F(MaildirPoller, AnAnswerThatCannotBeDecidedNowStaysInNew) {
 }
 
 // -- the connector source -----------------------------------------------------
+
+/// An attachment store in memory: by hash, or failing when told to.
+struct fake_file_store {
+  std::map<std::string, std::string> files;
+  bool failing = false;
+
+  std::optional<attachment_ref> operator()(const mail_attachment& f,
+                                           std::string* error) {
+    if (failing) {
+      *error = "database unavailable";
+      return std::nullopt;
+    }
+    auto sha = attachment_hash(f.bytes);
+    files[sha] = f.bytes;
+    return attachment_ref{sha, f.media_type, f.bytes.size(), f.name};
+  }
+};
+
+TEST_F(MaildirPoller, AMailsFilesAreStoredAndNamedInItsEnvelope) {
+  drop("1.A.host", "nested_multipart.eml");
+  auto poller = make();
+  auto store = std::make_shared<fake_file_store>();
+  poller.on_files(
+    [store](const mail_attachment& f, std::string* e) {
+      return (*store)(f, e);
+    },
+    attachment_limits{});
+  EXPECT_EQ(poller.poll_once(10).seen, 1u);
+  ASSERT_EQ(store->files.size(), 2u);
+  ASSERT_EQ(ingest.envelopes.size(), 1u);
+  auto& env = ingest.envelopes[0];
+  auto png = attachment_hash(std::string("\x89PNG\r\n\x1a\n", 8));
+  EXPECT_NE(env.find(R"("attachments":[{"sha256":")" + png
+                     + R"(","media_type":"image/png","size":8,)"
+                       R"("name":"attachment-1"})"),
+            std::string::npos)
+    << env;
+  EXPECT_NE(env.find(R"("name":"notes.txt")"), std::string::npos) << env;
+  EXPECT_EQ(env.find("not taken"), std::string::npos);
+}
+
+TEST_F(MaildirPoller, AFileOverACapIsLeftOutAndNamedInTheText) {
+  drop("1.A.host", "nested_multipart.eml");
+  auto poller = make();
+  auto store = std::make_shared<fake_file_store>();
+  attachment_limits caps;
+  caps.max_bytes = 10; // the 8-byte image fits, the 29-byte notes do not
+  poller.on_files(
+    [store](const mail_attachment& f, std::string* e) {
+      return (*store)(f, e);
+    },
+    caps);
+  EXPECT_EQ(poller.poll_once(10).seen, 1u);
+  EXPECT_EQ(store->files.size(), 1u);
+  ASSERT_EQ(ingest.envelopes.size(), 1u);
+  auto& env = ingest.envelopes[0];
+  EXPECT_NE(env.find(R"("name":"attachment-1")"), std::string::npos) << env;
+  EXPECT_EQ(env.find(R"("name":"notes.txt")"), std::string::npos) << env;
+  EXPECT_NE(env.find("[notes.txt (text/plain) not taken: 'notes.txt' is 29 "),
+            std::string::npos)
+    << env;
+}
+
+TEST_F(MaildirPoller, AFailedFileStoreLeavesTheMailInNewForALaterPass) {
+  drop("1.A.host", "nested_multipart.eml");
+  auto poller = make();
+  auto store = std::make_shared<fake_file_store>();
+  store->failing = true;
+  poller.on_files(
+    [store](const mail_attachment& f, std::string* e) {
+      return (*store)(f, e);
+    },
+    attachment_limits{});
+  auto r = poller.poll_once(10);
+  EXPECT_EQ(r.deferred, 1u);
+  EXPECT_TRUE(ingest.envelopes.empty()) << "nothing submitted";
+  EXPECT_EQ(in("new"), std::vector<std::string>{"1.A.host"});
+  store->failing = false;
+  EXPECT_EQ(poller.poll_once(10).seen, 1u) << "the next pass takes it";
+  EXPECT_EQ(store->files.size(), 2u);
+}
 
 TEST(MaildirSource, TheIngestAnswerMapsOntoTheVerdict) {
   auto v = [](submit_status s) {

@@ -28,7 +28,7 @@ std::string fixture(const std::string& name) {
 std::string stored_envelope(const std::string& name) {
   auto m = parse_mail(fixture(name));
   EXPECT_TRUE(m.message.has_value()) << m.error;
-  return mail_to_ingest(*m.message, {"butlers@example.net", 0});
+  return mail_to_ingest(*m.message, {"butlers@example.net", 0, {}, {}});
 }
 
 /// A recording SMTP relay: answers from a script, then `sent`.
