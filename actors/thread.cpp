@@ -159,20 +159,20 @@ void finish_run(thread_ptr self, std::string run_id, std::string butler,
 /// Reserves the active slot of `butler` for run `run_id` at once (so no
 /// other start overtakes it), then looks the butler up and starts the run.
 void launch(thread_ptr self, std::string run_id, std::string butler,
-            std::string text, run_options opts) {
+            std::string text, run_options opts, std::string attachments) {
   auto& st = self->state;
   auto& act = activity(self);
   act.runs.push_back(thread_run{run_id, butler, {}, {}, {}, false});
   self->request(st.env->registry, st.env->timeout, lookup_atom_v, butler)
     .then(
-      [self, run_id, butler, text, opts](const butler_actor& hdl) {
+      [self, run_id, butler, text, opts, attachments](const butler_actor& hdl) {
         auto& act = activity(self);
         auto r = find_run(act.runs, run_id, false);
         if (r == nullptr)
           return; // cancelled meanwhile (and finished as such)
         auto unsent = std::move(r->unsent);
         act.runs.erase(act.runs.begin() + (r - act.runs.data()));
-        start_run(self, run_id, butler, hdl, text, opts);
+        start_run(self, run_id, butler, hdl, text, opts, attachments);
         if (auto again = find_run(activity(self).runs, run_id, false))
           again->unsent = std::move(unsent);
       },
@@ -204,7 +204,7 @@ void start_queued(thread_ptr self, const std::string& butler) {
   act.queued.erase(i);
   write_run_state(self, q.run_id, "accepted", "");
   launch(self, std::move(q.run_id), std::move(q.butler), std::move(q.text),
-         std::move(q.options));
+         std::move(q.options), std::move(q.attachments));
 }
 
 // -- collect mode -------------------------------------------------------------
@@ -224,7 +224,7 @@ void close_window(thread_ptr self, size_t i) {
   auto w = std::move(act.collecting[i]);
   act.collecting.erase(act.collecting.begin() + static_cast<ptrdiff_t>(i));
   write_run_state(self, w.run_id(), "accepted", "");
-  launch(self, w.run_id(), w.butler(), w.input(), w.options);
+  launch(self, w.run_id(), w.butler(), w.input(), w.options, {});
 }
 
 /// Closes the windows that are due (their run goes to its butler with every
@@ -462,9 +462,8 @@ void apply_turn(thread_ptr self, const thread_turn& t, const turn_decision& d,
     case turn_action::collect: collect_turn(self, t, d, run_id, butler); break;
     case turn_action::queue:
       st.env->queued->inc();
-      act.queued.push_back(queued_run{run_id, butler,
-                                      t.text + attachment_notes(t.attachments),
-                                      options_of(t)});
+      act.queued.push_back(
+        queued_run{run_id, butler, t.text, options_of(t), t.attachments});
       self->send(st.env->directory, run_atom_v, run_id, st.id, true);
       publish_run(self, run_id, butler, "queued");
       break;
@@ -488,7 +487,7 @@ void persist_and_apply(thread_ptr self, pending_turn pt, butler_actor hdl,
   named_statement stmt{"thread_turn_insert",
                        {st.id, t.message_id, t.text, run_id,
                         std::string{stored_kind(d.action)}, butler, t.sender,
-                        t.model, std::to_string(t.max_steps)}};
+                        t.model, std::to_string(t.max_steps), t.attachments}};
   auto shared = std::make_shared<pending_turn>(std::move(pt));
   self->request(st.env->writer, st.env->timeout, exec_atom_v, std::move(stmt))
     .then(
@@ -625,10 +624,12 @@ void recover(thread_ptr self) {
           run_options opts;
           if (row.size() >= 7)
             opts = {row[4], row[5], static_cast<uint32_t>(std::stoul(row[6]))};
+          auto files = row.size() >= 8 ? row[7] : std::string{};
           self->send(self->state.env->directory, run_atom_v, run_id,
                      self->state.id, true);
           if (row[2] == "queued") {
-            act.queued.push_back(queued_run{run_id, butler, input, opts});
+            act.queued.push_back(
+              queued_run{run_id, butler, input, opts, std::move(files)});
             butlers.push_back(butler);
           } else {
             // A run whose collect window was open runs now with the turns
@@ -637,7 +638,8 @@ void recover(thread_ptr self) {
               write_run_state(self, run_id, "accepted", "");
             spdlog::info("thread {}: resuming run {} ({})", self->state.id,
                          run_id, row[2]);
-            launch(self, run_id, butler, std::move(input), std::move(opts));
+            launch(self, run_id, butler, std::move(input), std::move(opts),
+                   std::move(files));
           }
         }
         for (auto& b : butlers)
@@ -682,7 +684,7 @@ uint32_t cancel_runs(thread_ptr self, const std::string& run_id) {
   // belongs to it, see `collect_turn`).
   for (auto i = act.collecting.begin(); i != act.collecting.end();) {
     if (run_id.empty() || i->run_id() == run_id) {
-      dropped.push_back(queued_run{i->run_id(), i->butler(), {}, {}});
+      dropped.push_back(queued_run{i->run_id(), i->butler(), {}, {}, {}});
       i = act.collecting.erase(i);
     } else {
       ++i;

@@ -78,6 +78,8 @@ struct queued_run {
   std::string butler;
   std::string text;
   run_options options;
+  /// The turn's files (references as JSON, "" for none).
+  std::string attachments;
 };
 
 /// A turn waiting while the thread decides the previous one.

@@ -3,7 +3,8 @@
 -- active run for steer, the collecting run for collect), $5 kind (start |
 -- steer | queued | collect), $6 butler, $7 sender, $8 model and $9
 -- max_steps ('' and '0' for none: the run's options, stored with a run
--- this turn creates). start and queued also create the
+-- this turn creates), $10 the turn's files (their references as JSON, ''
+-- for none; stored with a run it starts or queues). start and queued also create the
 -- run (state accepted | queued); collect creates it (state collecting) with
 -- the first turn of its window and joins it with the others. A stored turn
 -- is the thread's last message (threads.last_message_at).
@@ -29,12 +30,13 @@ WITH t AS (
   WHERE thread_id = $1 AND EXISTS (SELECT 1 FROM ins)
 ), run AS (
   INSERT INTO thread_runs (run_id, thread_id, butler, state, sender, model,
-                           max_steps)
+                           max_steps, attachments)
   SELECT $4::uuid, $1, $6,
          CASE $5 WHEN 'queued' THEN 'queued'
                  WHEN 'collect' THEN 'collecting'
                  ELSE 'accepted' END,
-         NULLIF($7, ''), NULLIF($8, ''), NULLIF($9::integer, 0)
+         NULLIF($7, ''), NULLIF($8, ''), NULLIF($9::integer, 0),
+         CASE WHEN $5 IN ('start', 'queued') THEN NULLIF($10, '')::jsonb END
   FROM ins WHERE $5 <> 'steer'
   ON CONFLICT (run_id) DO NOTHING
 ), first AS (

@@ -353,6 +353,46 @@ TEST_F(ThreadAttachments, ACliRuntimeGetsFilesThatAreRemovedAfterwards) {
     << dir;
 }
 
+TEST_F(ThreadAttachments, AQueuedTurnsFilesReachTheModelAfterARestart) {
+  // The first run's model takes a minute; the turn queued behind it carries
+  // an image. The node restarts before the queued run starts.
+  auto runtime = [&](const std::string& delay_ms) {
+    return "kind = \"cli\"\nfamily = \"claude\"\nkill_grace_ms = 300\n"
+           "command = [\"env\", "
+           + json::quote("FAKE_CLAUDE_INPUT_LOG=" + dir_ + "/inputs.log") + ", "
+           + json::quote("FAKE_CLAUDE_TURN_DELAY_MS=" + delay_ms) + ", "
+           + json::quote(BUTLERS_FAKE_CLAUDE) + "]\n";
+  };
+  start_threads(runtime("60000"));
+  auto first = http_->post("/v1/threads/t-queue/turns",
+                           R"({"message_id":"m1","text":"a long one",)"
+                           R"("butler":"general"})");
+  ASSERT_EQ(first.status, 200) << first.body;
+  auto bytes = random_bytes(20 * 1024);
+  auto queued
+    = http_->post("/v1/threads/t-queue/turns",
+                  R"({"message_id":"m2","text":"and this?","butler":"general",)"
+                  R"("mode":"queue","attachments":[)"
+                    + file("q.png", "image/png", bytes) + "]}");
+  ASSERT_EQ(queued.status, 200) << queued.body;
+  EXPECT_NE(queued.body.find(R"("kind":"queued")"), std::string::npos)
+    << queued.body;
+  ASSERT_TRUE(stop_node());
+  start_threads(runtime("0"));
+  // The first run is resumed, then the queued one starts with its image.
+  auto expected = "[image image/png sha256=" + attachment_hash(bytes)
+                  + " bytes=" + std::to_string(bytes.size()) + "]";
+  ASSERT_TRUE(eventually(
+    [&] {
+      return read_file(dir_ + "/inputs.log").find(expected)
+             != std::string::npos;
+    },
+    30s))
+    << read_file(dir_ + "/inputs.log") << node_->log();
+  EXPECT_NE(read_file(dir_ + "/inputs.log").find("and this?"),
+            std::string::npos);
+}
+
 TEST_F(ThreadAttachments, ATurnOverTheCapIs413AndStoresNothing) {
   start_threads(claude_runtime(), "[attachments]\nmax_bytes = 10000\n");
   auto r = turn("t-big",

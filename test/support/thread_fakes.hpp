@@ -40,7 +40,7 @@ struct thread_db {
   /// Every write and read fails with `database_unavailable`.
   bool down = false;
   /// What `thread_open_runs` answers: (run_id, butler, state, texts as a
-  /// JSON array) rows.
+  /// JSON array[, sender, model, max_steps, files as JSON]) rows.
   std::vector<std::vector<std::string>> open_runs;
   /// What `thread_open_threads` answers: (thread_id) rows.
   std::vector<std::vector<std::string>> open_threads;

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "actors/thread.hpp"
+#include "runtime/attachments.hpp"
 #include "test/support/deterministic.hpp"
 #include "test/support/thread_fakes.hpp"
 
@@ -228,7 +229,7 @@ TEST_F(Thread, ATurnWithNoActiveRunStartsARunOnItsButler) {
   auto turns = db->writes_of("thread_turn_insert");
   ASSERT_EQ(turns.size(), 1u);
   EXPECT_EQ(turns[0].params, (strings{"chat-1", "m1", "plan my week", r.run_id,
-                                      "start", "general", "", "", "0"}));
+                                      "start", "general", "", "", "0", ""}));
   // The butler got route.execute for the run, answering to the thread.
   ASSERT_EQ(general->routes.size(), 1u);
   route_envelope sent;
@@ -275,7 +276,7 @@ TEST_F(Thread, ATurnsModelMaxStepsAndSenderGoWithItsRunEvenWhenQueued) {
   // Stored with the run, and in its envelope.
   auto stored = db->writes_of("thread_turn_insert")[0].params;
   EXPECT_EQ(strings(stored.begin() + 6, stored.end()),
-            (strings{"web:0123456789abcdef", "chosen-1", "3"}));
+            (strings{"web:0123456789abcdef", "chosen-1", "3", ""}));
   ASSERT_EQ(general->routes.size(), 1u);
   route_envelope sent;
   ASSERT_FALSE(parse_route(general->routes[0].envelope, sent));
@@ -400,7 +401,7 @@ TEST_F(Thread, ASteerDuringARunGoesToItsWorkItem) {
   EXPECT_GT(general->steers[0].second.accepted_us, 0);
   EXPECT_EQ(db->writes_of("thread_turn_insert")[1].params,
             (strings{"chat-1", "m2", "also tuesday", first.run_id, "steer",
-                     "general", "", "", "0"}));
+                     "general", "", "", "0", ""}));
   EXPECT_EQ(events().back(), "steer.accepted");
   EXPECT_EQ(metric("butlers_thread_steers_total"), 1u);
 }
@@ -452,15 +453,35 @@ TEST_F(Thread, SteerInputAppliedAtABoundaryIsPublished) {
   EXPECT_EQ(metric("butlers_thread_steers_applied_total"), 1u);
 }
 
+/// One image's reference, as a turn's `attachments` carries it.
+const std::string one_file = R"([{"sha256":")" + std::string(64, 'c')
+                             + R"(","media_type":"image/png","size":8,)"
+                               R"("name":"p.png"}])";
+
+/// The hashes of the files route.execute `envelope` names.
+strings hashes_of(const std::string& envelope) {
+  route_envelope sent;
+  strings out;
+  if (parse_route(envelope, sent))
+    return {"<not a route>"};
+  for (auto& x : parse_attachments(sent.attachments))
+    out.push_back(x.sha256);
+  return out;
+}
+
 TEST_F(Thread, QueueWaitsForTheActiveRunAndStartsWhenItEnds) {
   start();
   auto first = ask(turn("m1"));
-  auto r = ask(turn("m2", "queue", "next thing"));
+  auto queued = turn("m2", "queue", "next thing");
+  queued.attachments = one_file;
+  auto r = ask(queued);
   EXPECT_EQ(r.status, 200u);
   EXPECT_EQ(r.kind, "queued");
   EXPECT_NE(r.run_id, first.run_id);
   EXPECT_EQ(general->routes.size(), 1u) << "the queued run waits";
   EXPECT_EQ(db->writes_of("thread_turn_insert")[1].params[4], "queued");
+  EXPECT_EQ(db->writes_of("thread_turn_insert")[1].params[9], one_file)
+    << "its files are stored with the run";
   EXPECT_EQ(notes->back(), (test::run_note{r.run_id, "chat-1", true}));
   EXPECT_EQ(events().back(), "run:queued");
   EXPECT_EQ(metric("butlers_thread_runs_queued_total"), 1u);
@@ -468,6 +489,9 @@ TEST_F(Thread, QueueWaitsForTheActiveRunAndStartsWhenItEnds) {
   // The queued run is accepted and goes to the butler.
   ASSERT_EQ(general->run_ids.size(), 2u);
   EXPECT_EQ(general->run_ids[1], r.run_id);
+  EXPECT_EQ(hashes_of(general->routes[1].envelope),
+            strings{std::string(64, 'c')})
+    << "the queued turn's files go with its run";
   auto updates = db->writes_of("thread_run_update");
   ASSERT_EQ(updates.size(), 3u);
   EXPECT_EQ(updates[1].params, (strings{r.run_id, "accepted", "", "", ""}));
@@ -618,8 +642,10 @@ TEST_F(Thread, CancelStopsTheActiveRunAndDropsQueuedOnes) {
 TEST_F(Thread, ANewActorResumesTheRunsItsPredecessorLeftOpen) {
   auto r1 = std::string{"0190b7a2-0000-7000-8000-00000000000a"};
   auto r2 = std::string{"0190b7a2-0000-7000-8000-00000000000b"};
-  db->open_runs = {{r1, "general", "running", R"(["first"])"},
-                   {r2, "general", "queued", R"(["second"])"}};
+  db->open_runs = {{r1, "general", "running", R"(["first"])", "", "", "0",
+                    one_file},
+                   {r2, "general", "queued", R"(["second"])", "", "", "0",
+                    one_file}};
   start(true);
   ASSERT_EQ(db->reads.size(), 1u);
   EXPECT_EQ(db->reads[0].query, "thread_open_runs");
@@ -630,9 +656,15 @@ TEST_F(Thread, ANewActorResumesTheRunsItsPredecessorLeftOpen) {
   route_envelope sent;
   ASSERT_FALSE(parse_route(general->routes[0].envelope, sent));
   EXPECT_EQ(sent.prompt, "first");
+  EXPECT_EQ(hashes_of(general->routes[0].envelope),
+            strings{std::string(64, 'c')})
+    << "a resumed run keeps its turn's files";
   EXPECT_EQ(notes->size(), 3u);
   finish("w1", "ok");
   EXPECT_EQ(general->run_ids, (strings{r1, r2}));
+  EXPECT_EQ(hashes_of(general->routes[1].envelope),
+            strings{std::string(64, 'c')})
+    << "and so does a queued one";
   // New turns see the resumed runs.
   EXPECT_EQ(ask(turn("m3")).run_id, r2);
 }
@@ -673,7 +705,7 @@ TEST_F(CollectThread, TurnsWithinCollectMsBecomeOneRunWithEveryInputInOrder) {
   auto turns = db->writes_of("thread_turn_insert");
   ASSERT_EQ(turns.size(), 3u);
   EXPECT_EQ(turns[2].params, (strings{"chat-1", "m3", "at eight", a.run_id,
-                                      "collect", "general", "", "", "0"}));
+                                      "collect", "general", "", "", "0", ""}));
   EXPECT_TRUE(general->routes.empty()) << "the window is open";
   EXPECT_EQ(idle_since(), -1) << "a thread with an open window is busy";
   // 500 ms after the last turn the window closes: one run, all three.
