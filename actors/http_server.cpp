@@ -794,6 +794,8 @@ const http_route_table<http_server::impl::handler>& http_server::impl::
      on_api<&http_api::butler_work_cancel>},
     {m::post, "/v1/butlers/{name}/work/{work_id}/{verb}", worker,
      on_api<&worker_api::item>},
+    {m::get, "/v1/butlers/{name}/work/{work_id}/files/{sha256}", worker,
+     on_api<&worker_api::file>},
     {m::any, "/v1/butlers", read, on_api<&http_api::butlers_other>},
     {m::any, "/v1/butlers/{rest...}", read, on_api<&http_api::butlers_other>},
     {m::get, "/v1/threads", read, on_api<&http_api::threads_list>},
@@ -810,8 +812,7 @@ const http_route_table<http_server::impl::handler>& http_server::impl::
      on_api<&http_api::run_cancel>},
     {m::post, "/v1/runs/{run_id}/approvals/{approval_id}", thread,
      on_api<&http_api::approval_post>},
-    // Telegram cannot send the bearer token: the connector's secret token
-    // guards its webhook instead.
+    // Telegram sends no bearer token: the connector's secret guards it.
     {m::post, "/v1/connectors/{name}/webhook", open,
      on_api<&connector_api::telegram_webhook>},
     // Slack signs its Events API requests instead (actors/SLACK.md).
@@ -819,8 +820,7 @@ const http_route_table<http_server::impl::handler>& http_server::impl::
      on_api<&connector_api::slack_events>},
     {m::post, "/v1/connectors/{name}/ingest", ingest,
      on_api<&connector_api::ingest>},
-    // connector health and statistics
-    {m::post, "/v1/connectors/heartbeat", ingest,
+    {m::post, "/v1/connectors/heartbeat", ingest, // health and statistics
      on_api<&connector_stats_api::heartbeat>},
     {m::post, "/v1/connectors/rollup", ingest,
      on_api<&connector_stats_api::rollup>},

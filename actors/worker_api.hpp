@@ -19,7 +19,10 @@ namespace butlers {
 ///   request waits in the butler, no thread does);
 /// - `POST /v1/butlers/{name}/work/{work_id}/ack` `{lease_token, response |
 ///   reply}`, `.../nack` `{lease_token, retryable, delay_ms, error,
-///   error_class}`, `.../extend` `{lease_token, visibility_ms}`.
+///   error_class}`, `.../extend` `{lease_token, visibility_ms}`;
+/// - `GET /v1/butlers/{name}/work/{work_id}/files/{sha256}`: the bytes of a
+///   file the running item's route.v1 names (`input.context.attachments`),
+///   read from the database (a worker of any node may fetch it).
 ///
 /// 400 names the bad field, 404 an unknown butler, 409 a stale token or a
 /// butler that is not external, 429 (+ Retry-After) too many waiting recv
@@ -35,6 +38,11 @@ class worker_api {
 
   /// POST /v1/butlers/{name}/work/{work_id}/{verb}: ack, nack or extend.
   void item(const http_call& call, http_responder& out, const path_params& p);
+
+  /// GET /v1/butlers/{name}/work/{work_id}/files/{sha256}: 200 with the
+  /// bytes and their media type; 404 unless the item is running and names
+  /// the file (and its bytes are still kept).
+  void file(const http_call& call, http_responder& out, const path_params& p);
 
  private:
   void send(const http_call& call, http_responder& out, const path_params& p,

@@ -123,6 +123,7 @@ std::string concrete(const std::string& pattern, const std::string& run_id) {
     {"{work_id}", "0190a000-0000-7000-8000-000000000001"},
     {"{work_id...}", "0190a000-0000-7000-8000-000000000001"},
     {"{verb}", "ack"},
+    {"{sha256}", std::string(64, 'a')},
     {"{approval_id}", "0190a000-0000-7000-8000-000000000002"},
     {"{rest...}", "x"},
     {"{type}", "http"},

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <pqxx/pqxx>
 
+#include "runtime/attachments.hpp"
 #include "runtime/route.hpp"
 #include "runtime/subprocess.hpp"
 #include "runtime/uuid.hpp"
@@ -308,6 +309,62 @@ TEST_F(Workers, ALongPollReturnsAsSoonAsAnItemArrives) {
   EXPECT_EQ(got.status, 200) << got.body;
   EXPECT_NE(got.body.find("wake up"), std::string::npos) << got.body;
   EXPECT_LT(took, 5s);
+}
+
+TEST_F(Workers, AWorkerFetchesTheFilesItsRunningItemNames) {
+  start();
+  // A file stored as a connector stores one, and an item that names it.
+  std::string bytes = "%PDF-1.7 a small scan";
+  for (int i = 0; i < 200; ++i)
+    bytes += static_cast<char>(i);
+  auto sha = attachment_hash(bytes);
+  {
+    pqxx::connection conn{url_};
+    pqxx::work tx{conn};
+    tx.exec_params("INSERT INTO attachments (sha256, media_type, size_bytes, "
+                   "data) VALUES ($1, 'application/pdf', $2, $3)",
+                   sha, static_cast<int64_t>(bytes.size()),
+                   pqxx::binarystring{bytes});
+    tx.commit();
+  }
+  auto other = std::string(64, 'e');
+  route_envelope env;
+  env.request_id = make_uuid_v7().to_string();
+  env.received_at = "2026-11-23T04:00:00Z";
+  env.source_channel = "api";
+  env.source_endpoint_identity = "tests";
+  env.source_sender_identity = "user-1";
+  env.butler = "py";
+  env.tool = "route.execute";
+  env.prompt = "read the scan";
+  env.attachments = attachments_json(
+    {{sha, "application/pdf", bytes.size(), "scan.pdf"}});
+  auto routed = http_->post("/v1/butlers/py/route", make_route_json(env));
+  ASSERT_EQ(routed.status, 202) << routed.body;
+  auto r = slow_->post("/v1/butlers/py/work/recv", R"({"wait_ms":10000})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto work_id = field(r.body, "work_id");
+  ASSERT_FALSE(work_id.empty()) << r.body;
+  EXPECT_NE(r.body.find(sha), std::string::npos) << "the item names it";
+  auto base = "/v1/butlers/py/work/" + work_id + "/files/";
+  auto got = http_->get(base + sha);
+  ASSERT_EQ(got.status, 200) << got.body;
+  EXPECT_EQ(got.body, bytes);
+  EXPECT_EQ(got.headers["content-type"], "application/pdf");
+  // Only what the item names, only while it runs, and only well-formed.
+  EXPECT_EQ(http_->get(base + other).status, 404);
+  EXPECT_EQ(http_->get(base + "ABC").status, 400);
+  EXPECT_EQ(http_->get("/v1/butlers/py/work/not-a-uuid/files/" + sha).status,
+            400);
+  EXPECT_EQ(http_->get("/v1/butlers/plain/work/" + work_id + "/files/" + sha)
+              .status,
+            404)
+    << "another butler's path does not reach the item";
+  auto ok = http_->post("/v1/butlers/py/work/" + work_id + "/ack",
+                        R"({"lease_token":")" + field(r.body, "lease_token")
+                          + R"(","reply":"read it"})");
+  ASSERT_EQ(ok.status, 200) << ok.body;
+  EXPECT_EQ(http_->get(base + sha).status, 404) << "the item has ended";
 }
 
 TEST_F(Workers, RefusalsNameTheirReason) {
