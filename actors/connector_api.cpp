@@ -4,6 +4,8 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/http_bridge.hpp"
+#include "runtime/attachment_store.hpp"
+#include "runtime/blocking_pool.hpp"
 #include "runtime/http_checks.hpp"
 #include "runtime/slack_event.hpp"
 #include "runtime/telegram_update.hpp"
@@ -40,10 +42,12 @@ http_reply webhook_failure(const caf::error& err) {
 connector_api::connector_api(caf::actor_system& sys,
                              const node_settings& settings,
                              node_context_ptr ctx)
-  : sys_(sys), settings_(settings), ctx_(std::move(ctx)) {
+  : sys_(sys), settings_(settings), ctx_(std::move(ctx)),
+    stopping_(std::make_shared<std::atomic<bool>>(false)) {
   // Only a node that runs the switchboard runs connectors.
   if (!settings_.cluster.switchboard)
     return;
+  auto webhook_files = false;
   for (auto& cfg : settings_.connectors) {
     if (!cfg.enabled)
       continue;
@@ -56,8 +60,20 @@ connector_api::connector_api(caf::actor_system& sys,
     e.rules.dedupe_window_s = settings_.switchboard.dedupe_window_s;
     if (cfg.type == connector_type::slack)
       slack_metrics(e);
+    webhook_files = webhook_files
+                    || (cfg.type == connector_type::telegram
+                        && cfg.mode == connector_mode::webhook);
     entries_.emplace(cfg.name, std::move(e));
   }
+  if (webhook_files && !settings_.database.url.empty()) {
+    files_ = std::make_shared<attachment_store>(settings_.database.url,
+                                                settings_.attachments, 1);
+    files_pool_ = std::make_shared<blocking_pool>(2, 16);
+  }
+}
+
+connector_api::~connector_api() {
+  stopping_->store(true);
 }
 
 const connector_api::entry* connector_api::find(std::string_view name,
@@ -115,12 +131,14 @@ void connector_api::telegram_webhook(const http_call& call, http_responder& out,
                      std::string{call.body});
     return out.now(webhook_ack_reply("callback", {}, {}));
   }
-  // Webhook mode fetches no files (runtime/attachments.md): a caption
-  // goes alone, a message of media only is ignored as before.
-  if (m.verdict == update_verdict::envelope && !m.media.empty()
-      && !m.has_text) {
-    m.verdict = update_verdict::ignored;
-    m.reason = m.kind + " of media only (webhook mode fetches no files)";
+  if (m.verdict == update_verdict::envelope && !m.media.empty()) {
+    if (files_pool_)
+      return submit_with_files(*e, std::move(m), out);
+    // No database to store files in: a caption goes alone.
+    if (!m.has_text) {
+      m.verdict = update_verdict::ignored;
+      m.reason = m.kind + " of media only (no database to store files in)";
+    }
   }
   if (m.verdict == update_verdict::ignored) {
     e->metrics.ignored->inc();

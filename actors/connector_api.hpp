@@ -1,9 +1,11 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -14,8 +16,12 @@
 #include "runtime/config.hpp"
 #include "runtime/connector_ingest.hpp"
 #include "runtime/connector_metrics.hpp"
+#include "runtime/telegram_update.hpp"
 
 namespace butlers {
+
+class attachment_store;
+class blocking_pool;
 
 /// The HTTP routes that feed connectors (actors/README.md "Connectors"),
 /// checked and mapped on the HTTP thread, then handed to the connector actor
@@ -26,7 +32,10 @@ namespace butlers {
 ///   `webhook` mode: no bearer token (Telegram cannot send one), but the
 ///   connector's `secret_token` in `X-Telegram-Bot-Api-Secret-Token`
 ///   (401 otherwise, nothing stored). The Update is mapped to ingest.v1
-///   (runtime/telegram_update.hpp); 200 once stored or deduplicated, 200
+///   (runtime/telegram_update.hpp); its files are fetched with getFile
+///   and stored on a pool thread first (actors/connector_files.cpp; over
+///   a cap: refused with a message to the person, then 200; Telegram or
+///   the database away: 503); 200 once stored or deduplicated, 200
 ///   for what can never be stored (ignored kinds, malformed Updates: counted
 ///   and logged, so Telegram, which retries every non-2xx, does not send
 ///   garbage forever), 429 at `max_in_flight`, 503 while the database or
@@ -53,6 +62,12 @@ class connector_api {
   /// `settings` and `ctx` outlive this.
   connector_api(caf::actor_system& sys, const node_settings& settings,
                 node_context_ptr ctx);
+
+  /// Cancels file downloads still running (their requests answer 503).
+  ~connector_api();
+
+  connector_api(const connector_api&) = delete;
+  connector_api& operator=(const connector_api&) = delete;
 
   /// POST /v1/connectors/{name}/webhook.
   void telegram_webhook(const http_call& call, http_responder& out,
@@ -92,10 +107,22 @@ class connector_api {
               std::function<http_reply(const append_result&)> render,
               std::function<http_reply(const caf::error&)> fail);
 
+  /// Fetches and stores `m`'s files on `files_pool_`, then submits it with
+  /// them (actors/connector_files.cpp).
+  void submit_with_files(const entry& e, telegram_update_mapping m,
+                         http_responder& out);
+
   caf::actor_system& sys_;
   const node_settings& settings_;
   node_context_ptr ctx_;
   std::map<std::string, entry, std::less<>> entries_;
+  /// Webhook-mode Telegram connectors' files: where they are stored (one
+  /// connection), the threads that fetch them (one download each at a
+  /// time, a few waiting), and the flag that cancels them at shutdown.
+  /// Null without such a connector or without a database.
+  std::shared_ptr<attachment_store> files_;
+  std::shared_ptr<blocking_pool> files_pool_;
+  std::shared_ptr<std::atomic<bool>> stopping_;
 };
 
 } // namespace butlers

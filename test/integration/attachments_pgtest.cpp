@@ -69,22 +69,38 @@ class Attachments : public node_fixture {
     use_files("attachments");
   }
 
-  /// A node whose `general` butler runs `runtime`, fed by the bot in poll
-  /// mode, replying through it; `extra` adds tables (e.g. [attachments]).
-  void start(const std::string& runtime, const std::string& extra = "") {
+  /// A node whose `general` butler runs `runtime`, fed by the bot in
+  /// `mode` (poll, or webhook with `webhook_secret`), replying through it;
+  /// `extra` adds tables (e.g. [attachments]).
+  void start(
+    const std::string& runtime, const std::string& extra = "",
+    const std::string& mode = "mode = \"poll\"\npoll_timeout_s = 1\n") {
     auto cfg = node_head("attachments-test", 5, "request_timeout_ms = 20000\n")
                + "[[butler]]\nname = \"general\"\nsession_timeout_s = 60\n"
                  "[butler.runtime]\n"
                + runtime
                + "[[connector]]\nname = \"bot\"\ntype = \"telegram\"\n"
                  "endpoint_identity = \"butlers_test_bot\"\n"
-                 "mode = \"poll\"\npoll_timeout_s = 1\napi_base = \""
-               + tg.base_url()
+               + mode + "api_base = \"" + tg.base_url()
                + "\"\n[[messenger.adapter]]\nkind = \"telegram\"\n"
                  "connector = \"bot\"\n"
                + extra;
-    ASSERT_TRUE(start_node(cfg, {{"BUTLERS_CONNECTOR_BOT_TOKEN", tg.token()},
-                                 {"BUTLERS_TEST_MODEL_KEY", "sk-test"}}));
+    ASSERT_TRUE(
+      start_node(cfg, {{"BUTLERS_CONNECTOR_BOT_TOKEN", tg.token()},
+                       {"BUTLERS_CONNECTOR_BOT_SECRET_TOKEN", webhook_secret},
+                       {"BUTLERS_TEST_MODEL_KEY", "sk-test"}}));
+  }
+
+  static constexpr const char* webhook_secret = "attach-Secret_1";
+
+  /// POSTs `update` to the bot connector's webhook as Telegram does.
+  http_response post_webhook(const std::string& update) {
+    return http_->raw("POST /v1/connectors/bot/webhook HTTP/1.1\r\n"
+                      "Host: 127.0.0.1\r\nConnection: close\r\n"
+                      "Content-Type: application/json\r\n"
+                      "X-Telegram-Bot-Api-Secret-Token: "
+                      + std::string{webhook_secret} + "\r\nContent-Length: "
+                      + std::to_string(update.size()) + "\r\n\r\n" + update);
   }
 
   std::string claude_runtime() {
@@ -103,22 +119,28 @@ class Attachments : public node_fixture {
   /// Pushes a message with a photo (two sizes; the larger is `bytes`) and
   /// no caption.
   void push_photo(const std::string& bytes) {
+    tg.push_update(photo_update(bytes));
+  }
+
+  /// A message Update with a photo (two sizes; the larger is `bytes`, both
+  /// served by the fake's file download) and no caption.
+  std::string photo_update(const std::string& bytes) {
     tg.add_file("thumb-" + std::to_string(next_update), "tiny");
     tg.add_file("photo-" + std::to_string(next_update), bytes);
     auto id = next_update++;
-    tg.push_update(
-      R"({"update_id":)" + std::to_string(id) + R"(,"message":{"message_id":)"
-      + std::to_string(id) + R"(,"from":{"id":)" + std::to_string(chat)
-      + R"(,"is_bot":false,"first_name":"P"},"chat":{"id":)"
-      + std::to_string(chat)
-      + R"(,"type":"private"},"date":1795000000,"photo":[)"
-        R"({"file_id":"thumb-)"
-      + std::to_string(id)
-      + R"(","file_unique_id":"t","width":90,"height":90,"file_size":4},)"
-        R"({"file_id":"photo-)"
-      + std::to_string(id)
-      + R"(","file_unique_id":"p","width":1280,"height":960,"file_size":)"
-      + std::to_string(bytes.size()) + "}]}}");
+    return (R"({"update_id":)" + std::to_string(id)
+            + R"(,"message":{"message_id":)" + std::to_string(id)
+            + R"(,"from":{"id":)" + std::to_string(chat)
+            + R"(,"is_bot":false,"first_name":"P"},"chat":{"id":)"
+            + std::to_string(chat)
+            + R"(,"type":"private"},"date":1795000000,"photo":[)"
+              R"({"file_id":"thumb-)"
+            + std::to_string(id)
+            + R"(","file_unique_id":"t","width":90,"height":90,"file_size":4},)"
+              R"({"file_id":"photo-)"
+            + std::to_string(id)
+            + R"(","file_unique_id":"p","width":1280,"height":960,"file_size":)"
+            + std::to_string(bytes.size()) + "}]}}");
   }
 
   int64_t count(const std::string& sql) {
@@ -195,6 +217,50 @@ TEST_F(Attachments, APhotoWithoutCaptionReachesAnOpenAIModelAsAnImageUrl) {
   EXPECT_TRUE(eventually(
     [&] {
       return !tg.messages_to(chat).empty();
+    },
+    30s))
+    << node_->log();
+}
+
+TEST_F(Attachments, InWebhookModeAPhotoReachesClaudeAndOneOverTheCapIsRefused) {
+  start(claude_runtime(), "[attachments]\nmax_bytes = 100000\n",
+        "mode = \"webhook\"\n");
+  auto bytes = random_bytes(60 * 1024);
+  auto sha = attachment_hash(bytes);
+  // Telegram's POST is answered once the message and its photo are stored.
+  auto update = photo_update(bytes);
+  auto r = post_webhook(update);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_NE(r.body.find("accepted"), std::string::npos) << r.body;
+  EXPECT_EQ(stored(sha), "image/jpeg " + std::to_string(bytes.size()));
+  auto expected = "[image image/jpeg sha256=" + sha
+                  + " bytes=" + std::to_string(bytes.size()) + "]";
+  ASSERT_TRUE(eventually(
+    [&] {
+      return read_file(dir_ + "/inputs.log").find(expected)
+             != std::string::npos;
+    },
+    30s))
+    << read_file(dir_ + "/inputs.log") << node_->log();
+  // Telegram sends the same Update again: the same request, the bytes
+  // stored once.
+  auto again = post_webhook(update);
+  ASSERT_EQ(again.status, 200) << again.body;
+  EXPECT_NE(again.body.find("deduped"), std::string::npos) << again.body;
+  EXPECT_EQ(count("SELECT count(*) FROM attachments"), 1);
+  EXPECT_EQ(count("SELECT count(*) FROM message_inbox"), 1);
+  // Over the cap: refused before any download, the person told why.
+  auto big = random_bytes(150 * 1024);
+  auto refused = post_webhook(photo_update(big));
+  ASSERT_EQ(refused.status, 200) << refused.body;
+  EXPECT_NE(refused.body.find("refused"), std::string::npos) << refused.body;
+  EXPECT_EQ(stored(attachment_hash(big)), "");
+  EXPECT_TRUE(eventually(
+    [&] {
+      for (auto& m : tg.messages_to(chat))
+        if (m.text.find("is 150 KB; the limit is 97 KB") != std::string::npos)
+          return true;
+      return false;
     },
     30s))
     << node_->log();
