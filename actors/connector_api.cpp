@@ -42,8 +42,7 @@ http_reply webhook_failure(const caf::error& err) {
 connector_api::connector_api(caf::actor_system& sys,
                              const node_settings& settings,
                              node_context_ptr ctx)
-  : sys_(sys), settings_(settings), ctx_(std::move(ctx)),
-    stopping_(std::make_shared<std::atomic<bool>>(false)) {
+  : sys_(sys), settings_(settings), ctx_(std::move(ctx)) {
   // Only a node that runs the switchboard runs connectors.
   if (!settings_.cluster.switchboard)
     return;
@@ -70,10 +69,6 @@ connector_api::connector_api(caf::actor_system& sys,
                                                 settings_.attachments, 1);
     files_pool_ = std::make_shared<blocking_pool>(2, 16);
   }
-}
-
-connector_api::~connector_api() {
-  stopping_->store(true);
 }
 
 const connector_api::entry* connector_api::find(std::string_view name,

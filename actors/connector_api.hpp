@@ -1,7 +1,6 @@
 #pragma once
 
 #include <array>
-#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -63,9 +62,6 @@ class connector_api {
   connector_api(caf::actor_system& sys, const node_settings& settings,
                 node_context_ptr ctx);
 
-  /// Cancels file downloads still running (their requests answer 503).
-  ~connector_api();
-
   connector_api(const connector_api&) = delete;
   connector_api& operator=(const connector_api&) = delete;
 
@@ -117,12 +113,11 @@ class connector_api {
   node_context_ptr ctx_;
   std::map<std::string, entry, std::less<>> entries_;
   /// Webhook-mode Telegram connectors' files: where they are stored (one
-  /// connection), the threads that fetch them (one download each at a
-  /// time, a few waiting), and the flag that cancels them at shutdown.
-  /// Null without such a connector or without a database.
+  /// connection) and the threads that fetch them (one download each at a
+  /// time, a few waiting; the node's drain cancels them). Null without
+  /// such a connector or without a database.
   std::shared_ptr<attachment_store> files_;
   std::shared_ptr<blocking_pool> files_pool_;
-  std::shared_ptr<std::atomic<bool>> stopping_;
 };
 
 } // namespace butlers

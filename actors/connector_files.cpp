@@ -32,7 +32,6 @@ struct files_job {
   connector_metrics metrics;
   attachment_limits caps;
   std::shared_ptr<attachment_store> store;
-  std::shared_ptr<std::atomic<bool>> stopping;
   std::chrono::milliseconds timeout{0};
   telegram_update_mapping m;
   std::function<void(http_reply)> answer;
@@ -74,9 +73,12 @@ void run(const std::shared_ptr<files_job>& j) {
   auto fetch = [](const http_request& req, const std::atomic<bool>* cancel) {
     return shared_http_client().perform(req, cancel);
   };
+  // A drain cancels the download: Telegram gets a 503 and sends the Update
+  // again (to this node once it is back, or to another).
+  auto& draining = j->ctx->status.draining;
   auto got = fetch_telegram_media(j->m.media, j->caps, j->api_base, j->token,
-                                  fetch, j->store.get(), j->stopping.get());
-  if (j->stopping->load())
+                                  fetch, j->store.get(), &draining);
+  if (draining.load())
     return j->answer(draining_reply());
   if (got.what == media_fetch::kind::refused)
     return refuse(j, got.reason);
@@ -128,7 +130,6 @@ void connector_api::submit_with_files(const entry& e, telegram_update_mapping m,
   j->metrics = e.metrics;
   j->caps = settings_.attachments;
   j->store = files_;
-  j->stopping = stopping_;
   j->timeout = std::chrono::milliseconds{settings_.http.request_timeout_ms};
   j->m = std::move(m);
   j->answer = out.later();
