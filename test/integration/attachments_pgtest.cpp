@@ -143,6 +143,21 @@ class Attachments : public node_fixture {
             + std::to_string(bytes.size()) + "}]}}");
   }
 
+  /// Within 30 s, the claude fake logged `line` (its input log, and the
+  /// node's log when it did not).
+  ::testing::AssertionResult model_got(const std::string& line) {
+    if (eventually(
+          [&] {
+            return read_file(dir_ + "/inputs.log").find(line)
+                   != std::string::npos;
+          },
+          30s))
+      return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure()
+           << "not in the model's input: " << line << "\n"
+           << read_file(dir_ + "/inputs.log") << node_->log();
+  }
+
   int64_t count(const std::string& sql) {
     pqxx::connection conn{url_};
     pqxx::nontransaction tx{conn};
@@ -168,13 +183,7 @@ TEST_F(Attachments, APhotoWithoutCaptionReachesClaudeAsAnImageBlock) {
   push_photo(bytes);
   auto expected = "[image image/jpeg sha256=" + sha
                   + " bytes=" + std::to_string(bytes.size()) + "]";
-  ASSERT_TRUE(eventually(
-    [&] {
-      return read_file(dir_ + "/inputs.log").find(expected)
-             != std::string::npos;
-    },
-    30s))
-    << read_file(dir_ + "/inputs.log") << node_->log();
+  ASSERT_TRUE(model_got(expected));
   // The larger size was fetched, once, and stored once.
   EXPECT_EQ(tg.downloads(), 1u);
   EXPECT_EQ(stored(sha), "image/jpeg " + std::to_string(bytes.size()));
@@ -235,13 +244,7 @@ TEST_F(Attachments, InWebhookModeAPhotoReachesClaudeAndOneOverTheCapIsRefused) {
   EXPECT_EQ(stored(sha), "image/jpeg " + std::to_string(bytes.size()));
   auto expected = "[image image/jpeg sha256=" + sha
                   + " bytes=" + std::to_string(bytes.size()) + "]";
-  ASSERT_TRUE(eventually(
-    [&] {
-      return read_file(dir_ + "/inputs.log").find(expected)
-             != std::string::npos;
-    },
-    30s))
-    << read_file(dir_ + "/inputs.log") << node_->log();
+  ASSERT_TRUE(model_got(expected));
   // Telegram sends the same Update again: the same request, the bytes
   // stored once.
   auto again = post_webhook(update);
@@ -363,13 +366,7 @@ TEST_F(ThreadAttachments, ATurnsImageReachesClaudeAsAnImageBlock) {
   ASSERT_EQ(r.status, 200) << r.body;
   auto expected = "[image image/png sha256=" + attachment_hash(bytes)
                   + " bytes=" + std::to_string(bytes.size()) + "]";
-  ASSERT_TRUE(eventually(
-    [&] {
-      return read_file(dir_ + "/inputs.log").find(expected)
-             != std::string::npos;
-    },
-    30s))
-    << read_file(dir_ + "/inputs.log") << node_->log();
+  ASSERT_TRUE(model_got(expected));
   EXPECT_NE(read_file(dir_ + "/inputs.log").find("what is this?"),
             std::string::npos);
 }
@@ -448,13 +445,7 @@ TEST_F(ThreadAttachments, AQueuedTurnsFilesReachTheModelAfterARestart) {
   // The first run is resumed, then the queued one starts with its image.
   auto expected = "[image image/png sha256=" + attachment_hash(bytes)
                   + " bytes=" + std::to_string(bytes.size()) + "]";
-  ASSERT_TRUE(eventually(
-    [&] {
-      return read_file(dir_ + "/inputs.log").find(expected)
-             != std::string::npos;
-    },
-    30s))
-    << read_file(dir_ + "/inputs.log") << node_->log();
+  ASSERT_TRUE(model_got(expected));
   EXPECT_NE(read_file(dir_ + "/inputs.log").find("and this?"),
             std::string::npos);
 }
@@ -539,13 +530,7 @@ TEST_F(MailAttachments, AMailsImageReachesClaudeAndAFileOverTheCapIsNamed) {
                           {"scan.pdf", "application/pdf", big}});
   auto expected = "[image image/png sha256=" + attachment_hash(image)
                   + " bytes=" + std::to_string(image.size()) + "]";
-  ASSERT_TRUE(eventually(
-    [&] {
-      return read_file(dir_ + "/inputs.log").find(expected)
-             != std::string::npos;
-    },
-    30s))
-    << read_file(dir_ + "/inputs.log") << node_->log();
+  ASSERT_TRUE(model_got(expected));
   // The image is stored once; the PDF over the cap is not, and the text
   // the model got says so.
   EXPECT_EQ(stored(attachment_hash(image)),

@@ -25,7 +25,8 @@ namespace {
 using namespace std::chrono_literals;
 
 std::string route_json(const std::string& butler, const std::string& prompt,
-                       const std::string& request_id) {
+                       const std::string& request_id,
+                       const std::string& attachments = "") {
   route_envelope env;
   env.request_id = request_id;
   env.received_at = "2026-11-23T04:00:00Z";
@@ -35,6 +36,7 @@ std::string route_json(const std::string& butler, const std::string& prompt,
   env.butler = butler;
   env.tool = "route.execute";
   env.prompt = prompt;
+  env.attachments = attachments;
   return make_route_json(env);
 }
 
@@ -328,18 +330,12 @@ TEST_F(Workers, AWorkerFetchesTheFilesItsRunningItemNames) {
     tx.commit();
   }
   auto other = std::string(64, 'e');
-  route_envelope env;
-  env.request_id = make_uuid_v7().to_string();
-  env.received_at = "2026-11-23T04:00:00Z";
-  env.source_channel = "api";
-  env.source_endpoint_identity = "tests";
-  env.source_sender_identity = "user-1";
-  env.butler = "py";
-  env.tool = "route.execute";
-  env.prompt = "read the scan";
-  env.attachments = attachments_json(
-    {{sha, "application/pdf", bytes.size(), "scan.pdf"}});
-  auto routed = http_->post("/v1/butlers/py/route", make_route_json(env));
+  auto routed = http_->post("/v1/butlers/py/route",
+                            route_json("py", "read the scan",
+                                       make_uuid_v7().to_string(),
+                                       attachments_json(
+                                         {{sha, "application/pdf", bytes.size(),
+                                           "scan.pdf"}})));
   ASSERT_EQ(routed.status, 202) << routed.body;
   auto r = slow_->post("/v1/butlers/py/work/recv", R"({"wait_ms":10000})");
   ASSERT_EQ(r.status, 200) << r.body;
